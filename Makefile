@@ -1,0 +1,38 @@
+# agenthost build, run and test entry points. See README.md.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+PLUGINS := agenthost-engine-mock agenthost-sandbox-local agenthost-toolpack-patch
+PROTO_DIR := sdk/proto
+PB_OUT := sdk/internal/pb
+
+.PHONY: build run test bench proto lint clean
+
+build:
+	$(GO) build -o $(BIN)/agenthost ./cmd/agenthost
+	@mkdir -p $(BIN)/plugins
+	@for p in $(PLUGINS); do $(GO) build -o $(BIN)/plugins/$$p ./cmd/$$p || exit 1; done
+
+run: build
+	$(BIN)/agenthost serve
+
+test: build
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 20m ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./... | tee bench.txt
+
+proto:
+	protoc -I $(PROTO_DIR) \
+	  --go_out=. --go_opt=module=github.com/agenthost/agenthost \
+	  --go-grpc_out=. --go-grpc_opt=module=github.com/agenthost/agenthost \
+	  $$(find $(PROTO_DIR) -name '*.proto')
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	$(GO) vet ./...
+	staticcheck ./...
+
+clean:
+	rm -rf $(BIN)

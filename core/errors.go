@@ -1,0 +1,78 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Seed codes keep their seed spelling; codes the seed lacked
+// follow the same style. HTTP mapping lives in the host, in one place.
+const (
+	CodeModelUnavailable         = "CODING_AGENT_MODEL_UNAVAILABLE"
+	CodeEngineUnavailable        = "CODING_AGENT_ENGINE_UNAVAILABLE"
+	CodeEngineUnsupportedRuntime = "CODING_AGENT_ENGINE_UNSUPPORTED_RUNTIME"
+	CodeSandboxRequired          = "CODING_AGENT_SANDBOX_REQUIRED"
+	CodeSandboxUnavailable       = "CODING_AGENT_SANDBOX_UNAVAILABLE"
+	CodeRevisionConflict         = "REVISION_CONFLICT"
+	CodeRunNotPaused             = "RUN_NOT_PAUSED"
+	CodeRunFinished              = "RUN_FINISHED"
+	CodeNotFound                 = "NOT_FOUND"
+	CodeInvalidRequest           = "INVALID_REQUEST"
+	CodeInvalidRunTransition     = "INVALID_RUN_TRANSITION"
+
+	// A plugin process died while serving the run.
+	CodeEngineCrashed   = "ENGINE_CRASHED"
+	CodeToolpackCrashed = "TOOLPACK_CRASHED"
+	CodeSandboxCrashed  = "SANDBOX_CRASHED"
+	// The engine could not confirm a cancel in time: the run fails closed.
+	CodeCancelUnconfirmed = "CODING_AGENT_CANCEL_UNCONFIRMED"
+	// The engine broke (returned an error, ended its stream oddly).
+	CodeEngineError = "ENGINE_ERROR"
+	// The sandbox could not be created or snapshotted.
+	CodeSandboxError = "SANDBOX_ERROR"
+	// The host is shutting down and could not finish the run.
+	CodeHostShutdown = "HOST_SHUTDOWN"
+
+	// Tool result codes the host produces itself.
+	CodeToolUnknown          = "TOOL_UNKNOWN"
+	CodeToolPermissionDenied = "TOOL_PERMISSION_DENIED"
+	CodeToolTimeout          = "TOOL_TIMEOUT"
+	CodeToolUnavailable      = "TOOL_UNAVAILABLE"
+	CodeToolCancelled        = "TOOL_CANCELLED"
+)
+
+// Error is a domain failure with a stable code.
+type Error struct {
+	Code    string
+	Message string
+	// Field names the request field at fault, when there is one.
+	Field string
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (field %s)", e.Code, e.Message, e.Field)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Is matches another *Error with the same code.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code
+}
+
+// Errf builds an *Error.
+func Errf(code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or "".
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}

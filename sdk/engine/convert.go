@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/agenthost/agenthost/sdk/internal/pb/enginev1"
+)
+
+func requestToProto(r RunRequest) *enginev1.RunRequest {
+	p := &enginev1.RunRequest{
+		RunId: r.RunID, AppId: r.AppID, ChatSessionId: r.ChatSessionID, Prompt: r.Prompt,
+		Model: &enginev1.ModelSpec{
+			Id: r.Model.ID, Provider: r.Model.Provider, ProviderModel: r.Model.ProviderModel,
+			BaseUrl: r.Model.BaseURL, ApiKeyEnv: r.Model.APIKeyEnv, EngineModelId: r.Model.EngineModelID,
+		},
+		ContextJson: r.Context, State: r.State, WorkspaceId: r.WorkspaceID,
+		Limits: &enginev1.Limits{
+			MaxToolIterations: int32(r.Limits.MaxToolIterations),
+			ToolTimeoutMs:     r.Limits.ToolTimeout.Milliseconds(),
+			TokenBudget:       r.Limits.TokenBudget,
+		},
+	}
+	for _, m := range r.History {
+		p.History = append(p.History, &enginev1.Message{Role: m.Role, Content: m.Content})
+	}
+	for _, t := range r.Tools {
+		p.Tools = append(p.Tools, &enginev1.ToolDescriptor{Name: t.Name, Description: t.Description, InputSchemaJson: t.InputSchema})
+	}
+	return p
+}
+
+func requestFromProto(p *enginev1.RunRequest) RunRequest {
+	m := p.GetModel()
+	l := p.GetLimits()
+	r := RunRequest{
+		RunID: p.GetRunId(), AppID: p.GetAppId(), ChatSessionID: p.GetChatSessionId(), Prompt: p.GetPrompt(),
+		Model: Model{
+			ID: m.GetId(), Provider: m.GetProvider(), ProviderModel: m.GetProviderModel(),
+			BaseURL: m.GetBaseUrl(), APIKeyEnv: m.GetApiKeyEnv(), EngineModelID: m.GetEngineModelId(),
+		},
+		Context: p.GetContextJson(), State: p.GetState(), WorkspaceID: p.GetWorkspaceId(),
+		Limits: Limits{
+			MaxToolIterations: int(l.GetMaxToolIterations()),
+			ToolTimeout:       time.Duration(l.GetToolTimeoutMs()) * time.Millisecond,
+			TokenBudget:       l.GetTokenBudget(),
+		},
+	}
+	for _, h := range p.GetHistory() {
+		r.History = append(r.History, Message{Role: h.GetRole(), Content: h.GetContent()})
+	}
+	for _, t := range p.GetTools() {
+		r.Tools = append(r.Tools, ToolDescriptor{Name: t.GetName(), Description: t.GetDescription(), InputSchema: t.GetInputSchemaJson()})
+	}
+	return r
+}
+
+func eventToProto(e Event) *enginev1.Event {
+	switch e.Kind {
+	case KindAssistantDelta:
+		return &enginev1.Event{Event: &enginev1.Event_AssistantDelta{AssistantDelta: &enginev1.AssistantDelta{Text: e.Text}}}
+	case KindStatus:
+		return &enginev1.Event{Event: &enginev1.Event_Status{Status: &enginev1.StatusUpdate{Stage: e.Stage, Message: e.Message}}}
+	case KindReasoning:
+		return &enginev1.Event{Event: &enginev1.Event_Reasoning{Reasoning: &enginev1.Reasoning{Text: e.Text}}}
+	case KindUsage:
+		return &enginev1.Event{Event: &enginev1.Event_Usage{Usage: &enginev1.Usage{InputTokens: e.InputTokens, OutputTokens: e.OutputTokens}}}
+	}
+	return nil
+}
+
+func eventFromProto(p *enginev1.Event) (Event, bool) {
+	switch e := p.GetEvent().(type) {
+	case *enginev1.Event_AssistantDelta:
+		return Event{Kind: KindAssistantDelta, Text: e.AssistantDelta.GetText()}, true
+	case *enginev1.Event_Status:
+		return Event{Kind: KindStatus, Stage: e.Status.GetStage(), Message: e.Status.GetMessage()}, true
+	case *enginev1.Event_Reasoning:
+		return Event{Kind: KindReasoning, Text: e.Reasoning.GetText()}, true
+	case *enginev1.Event_Usage:
+		return Event{Kind: KindUsage, InputTokens: e.Usage.GetInputTokens(), OutputTokens: e.Usage.GetOutputTokens()}, true
+	}
+	// An event kind from a newer protocol minor: skip it rather than fail.
+	return Event{}, false
+}
+
+func resultToProto(r Result) *enginev1.RunResult {
+	return &enginev1.RunResult{
+		Status: r.Status, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
+		DiagnosticsJson: r.Diagnostics, OutputText: r.OutputText, PauseReason: r.PauseReason,
+	}
+}
+
+func resultFromProto(p *enginev1.RunResult) Result {
+	return Result{
+		Status: p.GetStatus(), ErrorCode: p.GetErrorCode(), ErrorMessage: p.GetErrorMessage(),
+		Diagnostics: p.GetDiagnosticsJson(), OutputText: p.GetOutputText(), PauseReason: p.GetPauseReason(),
+	}
+}
