@@ -1,0 +1,175 @@
+// Command agenthost is the agenthost host and its CLI.
+//
+//	agenthost serve            start the host
+//	agenthost plugins check    load every configured plugin, print its state
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/workspace"
+	"github.com/hashicorp/go-hclog"
+)
+
+const usage = `agenthost: a self-hosted platform that runs coding agents against an app's files.
+
+usage:
+  agenthost [-config host.hcl] serve           start the host
+  agenthost [-config host.hcl] plugins check   load every plugin and report its state
+`
+
+func main() {
+	fs := flag.NewFlagSet("agenthost", flag.ExitOnError)
+	cfgFile := fs.String("config", os.Getenv("AGENTHOST_CONFIG"), "host HCL config file")
+	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
+	_ = fs.Parse(os.Args[1:])
+	args := fs.Args()
+	cfg, err := config.Load(*cfgFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "agenthost", Level: hclog.LevelFromString(envOr("AGENTHOST_LOG_LEVEL", "info")), Output: os.Stderr})
+	switch {
+	case len(args) == 1 && args[0] == "serve":
+		err = serve(cfg, log)
+	case len(args) == 2 && args[0] == "plugins" && args[1] == "check":
+		err = pluginsCheck(cfg, log)
+	default:
+		fs.Usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agenthost:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// noServices answers plugin callbacks while no orchestrator is attached
+// (plugins check loads plugins but runs nothing).
+type noServices struct{}
+
+func (noServices) CallTool(context.Context, string, engine.ToolCall) (plugin.ToolResult, error) {
+	return plugin.ToolResult{}, plugin.Errorf(plugin.CodeUnavailable, "", "no runs are served by this command")
+}
+func (noServices) SaveState(context.Context, string, []byte) error {
+	return plugin.Errorf(plugin.CodeUnavailable, "", "no runs are served by this command")
+}
+func (noServices) RequestPermission(context.Context, string, engine.PermissionRequest) (engine.PermissionDecision, error) {
+	return engine.PermissionDecision{}, plugin.Errorf(plugin.CodeUnavailable, "", "no runs are served by this command")
+}
+func (noServices) Workspace(context.Context, string) (workspace.Workspace, error) {
+	return nil, plugin.Errorf(plugin.CodeNotFound, "", "no workspaces are lent by this command")
+}
+
+func startPlugins(ctx context.Context, cfg config.Host, log hclog.Logger, services engine.HostServices, ws workspace.Resolver) (*pluginmgr.Manager, error) {
+	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	m := pluginmgr.New(configs, pluginmgr.Options{
+		PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log,
+		EngineServices: services, Workspaces: ws,
+	})
+	return m, m.Start(ctx)
+}
+
+func pluginsCheck(cfg config.Host, log hclog.Logger) error {
+	log.SetLevel(hclog.Warn)
+	ctx := context.Background()
+	svc := noServices{}
+	m, err := startPlugins(ctx, cfg, log, svc, svc.Workspace)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATE\tDETAIL")
+	bad := 0
+	for _, s := range m.Statuses() {
+		detail := s.Reason
+		if len(s.Tools) > 0 && detail == "" {
+			detail = fmt.Sprintf("tools: %v", s.Tools)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Version, s.State, detail)
+		if s.State != pluginmgr.StateHealthy && s.State != pluginmgr.StateDisabled {
+			bad++
+		}
+	}
+	_ = tw.Flush()
+	if bad > 0 {
+		return fmt.Errorf("%d plugin(s) not healthy", bad)
+	}
+	return nil
+}
+
+func serve(cfg config.Host, log hclog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	svc := noServices{}
+	m, err := startPlugins(ctx, cfg, log, svc, svc.Workspace)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		code := http.StatusOK
+		var plugins []map[string]any
+		for _, s := range m.Statuses() {
+			if s.State != pluginmgr.StateHealthy && s.State != pluginmgr.StateDisabled {
+				code = http.StatusServiceUnavailable
+			}
+			plugins = append(plugins, map[string]any{"name": s.Name, "kind": s.Kind, "version": s.Version, "state": s.State, "reason": s.Reason, "restarts": s.Restarts})
+		}
+		writeJSON(w, code, map[string]any{"plugins": plugins})
+	})
+	srv := &http.Server{Addr: cfg.Listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("agenthost listening", "addr", cfg.Listen, "data_dir", cfg.DataDir, "plugins", len(m.Statuses()))
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdown)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,349 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/toolpack"
+	"github.com/agenthost/agenthost/sdk/workspace"
+)
+
+// lease binds an unguessable workspace id to one run's sandbox, so a plugin
+// can reach only the workspace it was lent, and only while it is lent.
+type lease struct {
+	runID string
+	ref   *sandboxRef
+	ws    workspace.Workspace
+}
+
+func (o *Orchestrator) lend(runID string, ref *sandboxRef) string {
+	id := NewID("ws")
+	var ws workspace.Workspace
+	if c, ok := ref.client.(interface {
+		Workspace(id string) workspace.Workspace
+	}); ok {
+		ws = c.Workspace(ref.id)
+	}
+	o.mu.Lock()
+	o.leases[id] = lease{runID: runID, ref: ref, ws: ws}
+	o.mu.Unlock()
+	return id
+}
+
+func (o *Orchestrator) revoke(id string) {
+	o.mu.Lock()
+	delete(o.leases, id)
+	o.mu.Unlock()
+}
+
+// Workspace resolves a lent workspace id (engine.HostServices and the
+// toolpacks' workspace.Resolver).
+func (o *Orchestrator) Workspace(_ context.Context, id string) (workspace.Workspace, error) {
+	o.mu.Lock()
+	l, ok := o.leases[id]
+	o.mu.Unlock()
+	if !ok || l.ws == nil {
+		return nil, plugin.Errorf(plugin.CodeNotFound, "workspace_id", "workspace %q is not lent to anyone", id)
+	}
+	return l.ws, nil
+}
+
+func (o *Orchestrator) toolDescriptors() []engine.ToolDescriptor {
+	routes := o.plugins.Tools()
+	out := make([]engine.ToolDescriptor, 0, len(routes))
+	for _, r := range routes {
+		if r.Spec.DefaultPermission == plugin.PermissionDeny {
+			continue
+		}
+		out = append(out, engine.ToolDescriptor{Name: r.Spec.Name, Description: r.Spec.Description, InputSchema: r.Spec.InputSchema})
+	}
+	return out
+}
+
+// SaveState records an engine's durable state (engine.HostServices).
+func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte) error {
+	if _, err := o.lookup(runID); err != nil {
+		return plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
+	}
+	return o.runs.SaveEngineState(ctx, runID, state)
+}
+
+// RequestPermission pauses the run until Resume brings a decision
+// (engine.HostServices).
+func (o *Orchestrator) RequestPermission(ctx context.Context, runID string, req engine.PermissionRequest) (engine.PermissionDecision, error) {
+	ar, err := o.lookup(runID)
+	if err != nil {
+		return engine.PermissionDecision{}, plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
+	}
+	return o.askPermission(ctx, ar, req)
+}
+
+func (o *Orchestrator) askPermission(ctx context.Context, ar *activeRun, req engine.PermissionRequest) (engine.PermissionDecision, error) {
+	if req.PermissionID == "" {
+		req.PermissionID = NewID("perm")
+	}
+	p := &pendingPermission{id: req.PermissionID, decision: make(chan engine.PermissionDecision, 1)}
+	ar.mu.Lock()
+	if ar.pending != nil {
+		ar.mu.Unlock()
+		return engine.PermissionDecision{}, plugin.Errorf(plugin.CodeInvalidArgument, "", "run %s already waits for permission %s", ar.run.ID, ar.pending.id)
+	}
+	ar.pending = p
+	ar.mu.Unlock()
+	defer func() {
+		ar.mu.Lock()
+		ar.pending = nil
+		ar.mu.Unlock()
+	}()
+
+	details := req.Details
+	if len(details) == 0 {
+		details = json.RawMessage("null")
+	}
+	if err := o.emit(ctx, ar, core.EventPermissionRequest, map[string]any{
+		"permission_id": req.PermissionID, "action": req.Action, "title": req.Title, "details": details,
+	}); err != nil {
+		return engine.PermissionDecision{}, err
+	}
+	if err := o.setStatus(ctx, ar, core.RunPaused, func(r *core.Run) { r.PauseReason = core.PauseForPermission }); err != nil {
+		return engine.PermissionDecision{}, err
+	}
+	_ = o.emit(ctx, ar, core.EventRunPaused, map[string]any{"reason": core.PauseForPermission, "permission_id": req.PermissionID})
+
+	var d engine.PermissionDecision
+	select {
+	case d = <-p.decision:
+	case <-ctx.Done():
+		return engine.PermissionDecision{}, ctx.Err()
+	case <-ar.cancelled:
+		return engine.PermissionDecision{}, context.Canceled
+	case <-ar.ctx.Done():
+		return engine.PermissionDecision{}, context.Canceled
+	}
+	_ = o.emit(ctx, ar, core.EventPermissionResolved, map[string]any{"permission_id": req.PermissionID, "allow": d.Allow, "reason": d.Reason})
+	if err := o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) { r.PauseReason = "" }); err != nil {
+		return engine.PermissionDecision{}, err
+	}
+	_ = o.emit(ctx, ar, core.EventRunResumed, map[string]any{"permission_id": req.PermissionID})
+	return d, nil
+}
+
+// Resume answers a paused run's pending permission.
+func (o *Orchestrator) Resume(_ context.Context, runID string, d engine.PermissionDecision) error {
+	o.mu.Lock()
+	ar := o.active[runID]
+	o.mu.Unlock()
+	if ar == nil {
+		return core.Errf(core.CodeRunNotPaused, "", "run %s is not paused", runID)
+	}
+	ar.mu.Lock()
+	p := ar.pending
+	if p == nil && ar.idle {
+		ar.idle = false
+		ar.done = make(chan struct{})
+		o.wg.Add(1)
+		ar.mu.Unlock()
+		go o.resumeIdle(ar)
+		return nil
+	}
+	ar.mu.Unlock()
+	if p == nil {
+		return core.Errf(core.CodeRunNotPaused, "", "run %s is not paused", runID)
+	}
+	select {
+	case p.decision <- d:
+		return nil
+	default:
+		return core.Errf(core.CodeRunNotPaused, "", "run %s already has a decision", runID)
+	}
+}
+
+// Cancel asks an active run to stop. The engine has CancelGrace to confirm;
+// otherwise the run fails closed with CODING_AGENT_CANCEL_UNCONFIRMED.
+func (o *Orchestrator) Cancel(ctx context.Context, runID string) error {
+	ar, err := o.lookup(runID)
+	if err != nil {
+		stored, gerr := o.runs.GetRun(ctx, runID)
+		if gerr == nil && stored.Status.Terminal() {
+			return core.Errf(core.CodeRunFinished, "", "run %s is already %s", runID, stored.Status)
+		}
+		return err
+	}
+	ar.mu.Lock()
+	if ar.cancelRequested {
+		ar.mu.Unlock()
+		return nil
+	}
+	ar.cancelRequested = true
+	close(ar.cancelled)
+	engineName := ar.run.Engine
+	if ar.idle {
+		// No engine call is running: the cancel is confirmed by definition.
+		ar.idle = false
+		ar.done = make(chan struct{})
+		ar.mu.Unlock()
+		o.finish(ar, outcome{status: core.RunCancelled}, ar.ref)
+		return nil
+	}
+	ar.mu.Unlock()
+
+	client, _, err := o.plugins.Engine(engineName)
+	found := false
+	if err == nil {
+		found, err = client.Cancel(ctx, runID, "cancelled by user")
+	}
+	if err != nil {
+		ar.abort(core.CodeCancelUnconfirmed, fmt.Sprintf("could not reach the engine to cancel: %v", err))
+		return nil
+	}
+	if !found {
+		// The engine is not running the run (still provisioning, or just
+		// finishing): stopping our side is the whole cancel.
+		ar.cancel()
+		return nil
+	}
+	ar.mu.Lock()
+	done := ar.done
+	ar.mu.Unlock()
+	// Fail closed if the engine does not answer in time.
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(o.opts.CancelGrace):
+			ar.abort(core.CodeCancelUnconfirmed, fmt.Sprintf("the engine did not confirm the cancel within %s", o.opts.CancelGrace))
+		}
+	}()
+	return nil
+}
+
+// CallTool runs a tool for a run: it emits tool.started, routes the call to
+// the toolpack that declares the tool with the run's sandbox lent as its
+// workspace, applies the tool's permission, and emits exactly one of
+// tool.completed / tool.failed (engine.HostServices).
+func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.ToolCall) (plugin.ToolResult, error) {
+	ar, err := o.lookup(runID)
+	if err != nil {
+		return plugin.ToolResult{}, plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
+	}
+	if call.CallID == "" {
+		call.CallID = NewID("call")
+	}
+	input := call.Input
+	if !json.Valid(input) {
+		input, _ = json.Marshal(string(call.Input))
+	}
+	if err := o.emit(ctx, ar, core.EventToolStarted, map[string]any{"tool_call_id": call.CallID, "tool": call.Tool, "input": json.RawMessage(input)}); err != nil {
+		return plugin.ToolResult{}, err
+	}
+	res, callErr := o.dispatchTool(ctx, ar, call)
+	if callErr != nil {
+		res = plugin.ToolFail(core.CodeToolUnavailable, callErr.Error(), "")
+		if errors.Is(callErr, context.Canceled) {
+			res = plugin.ToolFail(core.CodeToolCancelled, "the tool call was cancelled", "")
+		} else if errors.Is(callErr, context.DeadlineExceeded) {
+			res = plugin.ToolFail(core.CodeToolTimeout, fmt.Sprintf("the tool did not finish within %s", o.opts.ToolTimeout), "")
+		}
+	}
+	if res.OK {
+		_ = o.emit(ctx, ar, core.EventToolCompleted, map[string]any{"tool_call_id": call.CallID, "tool": call.Tool, "output": jsonOrNull(res.Output)})
+	} else {
+		te := res.Error
+		if te == nil {
+			te = &plugin.ToolError{Code: core.CodeToolUnavailable, Message: "tool failed without an error"}
+			res.Error = te
+		}
+		_ = o.emitWith(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: te.Diagnostics}, map[string]any{
+			"tool_call_id": call.CallID, "tool": call.Tool, "error_code": te.Code, "error_message": te.Message, "field": te.Field,
+		})
+	}
+	if code, _ := ar.failure(); code == core.CodeToolpackCrashed {
+		// The run is being failed; tell the engine its call broke.
+		return res, callErr
+	}
+	return res, nil
+}
+
+func jsonOrNull(b []byte) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// dispatchTool returns a domain result, or an error when the call could not
+// be made (toolpack unreachable, cancelled, timed out).
+func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call engine.ToolCall) (plugin.ToolResult, error) {
+	client, route, h, err := o.plugins.Tool(call.Tool)
+	if err != nil {
+		return plugin.ToolFail(core.CodeToolUnknown, err.Error(), "tool"), nil
+	}
+	switch route.Spec.DefaultPermission {
+	case plugin.PermissionDeny:
+		return plugin.ToolFail(core.CodeToolPermissionDenied, fmt.Sprintf("tool %s is denied by policy", call.Tool), ""), nil
+	case plugin.PermissionAsk:
+		d, err := o.askPermission(ctx, ar, engine.PermissionRequest{Action: call.Tool, Title: "Allow " + call.Tool + "?", Details: call.Input})
+		if err != nil {
+			return plugin.ToolResult{}, err
+		}
+		if !d.Allow {
+			return plugin.ToolFail(core.CodeToolPermissionDenied, "the user denied "+call.Tool+": "+d.Reason, ""), nil
+		}
+	}
+
+	// The call ends when the engine's call ends, when the run is cancelled
+	// (even if the engine ignores that) or at the tool timeout.
+	ctx, cancel := context.WithTimeout(ctx, o.opts.ToolTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ar.ctx, cancel)
+	defer stop()
+	go func() {
+		select {
+		case <-ar.cancelled:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	ar.mu.Lock()
+	ar.toolpacks[route.Toolpack]++
+	ref := ar.sandboxRefLocked()
+	ar.mu.Unlock()
+	defer func() {
+		ar.mu.Lock()
+		ar.toolpacks[route.Toolpack]--
+		ar.mu.Unlock()
+	}()
+	if ref == nil {
+		return plugin.ToolFail(core.CodeToolUnavailable, "the run has no sandbox", ""), nil
+	}
+	wsID := o.lend(ar.run.ID, ref)
+	defer o.revoke(wsID)
+	res, err := client.Call(ctx, toolpack.Call{RunID: ar.run.ID, CallID: call.CallID, Tool: call.Tool, Input: call.Input}, wsID)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && h.Crashed(o.opts.CrashGrace) {
+		ar.abort(core.CodeToolpackCrashed, fmt.Sprintf("toolpack plugin %q crashed during %s", route.Toolpack, call.Tool))
+		return plugin.ToolResult{}, err
+	}
+	return res, err
+}
+
+// ToolCallsInFlight reports how many tool calls of a run are being served by
+// toolpacks right now (a sandbox with calls in flight is in use).
+func (o *Orchestrator) ToolCallsInFlight(runID string) int {
+	ar, err := o.lookup(runID)
+	if err != nil {
+		return 0
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	n := 0
+	for _, c := range ar.toolpacks {
+		n += c
+	}
+	return n
+}

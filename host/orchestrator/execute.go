@@ -1,0 +1,304 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+)
+
+// outcome is how a run ends.
+type outcome struct {
+	status      core.RunStatus
+	code, msg   string
+	diagnostics []byte
+	pauseReason string
+}
+
+func failed(code, format string, args ...any) outcome {
+	return outcome{status: core.RunFailed, code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// execute carries one run from queued to an end (or an engine-requested
+// pause). It owns the run's sandbox for the run's duration.
+func (o *Orchestrator) execute(ar *activeRun) {
+	defer o.wg.Done()
+	ctx := ar.ctx
+	out, sb := o.runToEnd(ctx, ar)
+	o.finish(ar, out, sb)
+}
+
+// runToEnd provisions, runs the engine and applies the result; it returns the
+// outcome and the sandbox (to stop), if one was made.
+func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *sandboxRef) {
+	run := ar.run
+	if err := o.setStatus(ctx, ar, core.RunRunning, nil); err != nil {
+		return failed(core.CodeInvalidRunTransition, "%v", err), nil
+	}
+
+	// Sandbox.
+	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxStarting, "sandbox_backend": run.SandboxBackend})
+	sbClient, sbH, err := o.plugins.Sandbox(run.SandboxBackend)
+	if err != nil {
+		return failed(core.CodeSandboxUnavailable, "%v", err), nil
+	}
+	ar.mu.Lock()
+	ar.sandboxH = sbH
+	ar.mu.Unlock()
+	sandboxID := "sbx_" + run.ID
+	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, Files: ar.req.Files, Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}})
+	if err != nil {
+		return o.classify(ar, err, "create sandbox"), nil
+	}
+	ref := &sandboxRef{client: sbClient, id: info.ID}
+	ar.mu.Lock()
+	ar.ref = ref
+	ar.mu.Unlock()
+	started := info.CreatedAt.UTC()
+	_ = o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) {
+		r.SandboxID, r.SandboxStatus, r.SandboxStartedAt = info.ID, info.Status, &started
+	})
+	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxReady, "sandbox_id": info.ID})
+
+	return o.runEngine(ctx, ar, ref), ref
+}
+
+// runEngine drives the engine plugin until it returns a result.
+func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandboxRef) outcome {
+	run := ar.run
+	client, engH, err := o.plugins.Engine(run.Engine)
+	if err != nil {
+		return failed(core.CodeEngineUnavailable, "%v", err)
+	}
+	ar.mu.Lock()
+	ar.engineH = engH
+	ar.mu.Unlock()
+	// If the engine died between Start and here, say so rather than failing
+	// on a dead connection.
+	if engH.Crashed(0) {
+		return failed(core.CodeEngineCrashed, "engine plugin %q is not running", run.Engine)
+	}
+
+	ar.mu.Lock()
+	cancelled := ar.cancelRequested
+	ar.mu.Unlock()
+	if cancelled {
+		return outcome{status: core.RunCancelled}
+	}
+	wsID := o.lend(run.ID, ref)
+	defer o.revoke(wsID)
+	state, err := o.runs.LoadEngineState(ctx, run.ID)
+	if err != nil {
+		return failed(core.CodeEngineError, "load engine state: %v", err)
+	}
+	req := engine.RunRequest{
+		RunID: run.ID, AppID: run.AppID, ChatSessionID: run.ChatSessionID, Prompt: ar.req.Prompt,
+		History: ar.req.History, Model: ar.req.Model, Tools: o.toolDescriptors(),
+		Context: ar.req.Context, State: state, WorkspaceID: wsID, Limits: ar.req.Limits,
+	}
+	if req.Limits.ToolTimeout == 0 {
+		req.Limits.ToolTimeout = o.opts.ToolTimeout
+	}
+	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageEngineStarting, "engine": run.Engine})
+
+	res, err := client.Run(ctx, req, func(ev engine.Event) error { return o.onEngineEvent(ctx, ar, ev) })
+	if code, msg := ar.failure(); code != "" {
+		// A crash or an unconfirmed cancel decided the outcome already.
+		return failed(code, "%s", msg)
+	}
+	ar.mu.Lock()
+	cancelRequested := ar.cancelRequested
+	ar.mu.Unlock()
+	if err != nil {
+		if cancelRequested && errors.Is(err, context.Canceled) {
+			return outcome{status: core.RunCancelled}
+		}
+		if engH.Crashed(o.opts.CrashGrace) {
+			return failed(core.CodeEngineCrashed, "engine plugin %q crashed during the run: %v", run.Engine, err)
+		}
+		return failed(core.CodeEngineError, "engine %q: %v", run.Engine, err)
+	}
+	ar.mu.Lock()
+	if !ar.streamed && res.OutputText != "" {
+		ar.output = []byte(res.OutputText)
+	}
+	ar.mu.Unlock()
+	switch res.Status {
+	case engine.StatusCompleted:
+		return outcome{status: core.RunCompleted}
+	case engine.StatusCancelled:
+		return outcome{status: core.RunCancelled}
+	case engine.StatusPaused:
+		return outcome{status: core.RunPaused, pauseReason: res.PauseReason}
+	case engine.StatusFailed:
+		code := res.ErrorCode
+		if code == "" {
+			code = core.CodeEngineError
+		}
+		if cancelRequested {
+			return outcome{status: core.RunFailed, code: core.CodeCancelUnconfirmed,
+				msg: fmt.Sprintf("the engine did not confirm the cancel; it ended with %s: %s", code, res.ErrorMessage), diagnostics: res.Diagnostics}
+		}
+		return outcome{status: core.RunFailed, code: code, msg: res.ErrorMessage, diagnostics: res.Diagnostics}
+	}
+	return failed(core.CodeEngineError, "engine returned unknown status %q", res.Status)
+}
+
+// onEngineEvent turns an engine event into timeline events.
+func (o *Orchestrator) onEngineEvent(ctx context.Context, ar *activeRun, ev engine.Event) error {
+	switch ev.Kind {
+	case engine.KindAssistantDelta:
+		if ev.Text == "" {
+			return nil
+		}
+		ar.mu.Lock()
+		ar.streamed = true
+		ar.output = append(ar.output, ev.Text...)
+		ar.mu.Unlock()
+		return o.emit(ctx, ar, core.EventAssistantDelta, map[string]any{"text": ev.Text})
+	case engine.KindStatus:
+		return o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": ev.Stage, "message": ev.Message})
+	case engine.KindUsage:
+		ar.mu.Lock()
+		ar.inputTokens += ev.InputTokens
+		ar.outputTokens += ev.OutputTokens
+		ar.mu.Unlock()
+	case engine.KindReasoning:
+		// Reasoning is never shown as assistant text.
+	}
+	return nil
+}
+
+// classify names the failure of a call to a plugin: a crash when its process
+// died, otherwise the plugin's own error.
+func (o *Orchestrator) classify(ar *activeRun, err error, what string) outcome {
+	if code, msg := ar.failure(); code != "" {
+		return failed(code, "%s", msg)
+	}
+	ar.mu.Lock()
+	sbH := ar.sandboxH
+	ar.mu.Unlock()
+	if sbH.Exited != nil && sbH.Crashed(o.opts.CrashGrace) {
+		return failed(core.CodeSandboxCrashed, "sandbox plugin %q crashed: %s: %v", sbH.Name, what, err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return outcome{status: core.RunCancelled}
+	}
+	return failed(core.CodeSandboxError, "%s: %v (%s)", what, err, plugin.CodeOf(err))
+}
+
+// sandboxRef is the run's sandbox.
+type sandboxRef struct {
+	client interface {
+		Stop(ctx context.Context, id string) error
+		Snapshot(ctx context.Context, id string, exclude []string) ([]sandbox.File, error)
+	}
+	id string
+}
+
+// finish applies a completed run's result, emits the one terminal event,
+// records the final state and releases the sandbox.
+func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
+	// Finishing must complete even though the run's context may be
+	// cancelled (that is often why we are here).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := ar.run
+
+	if out.status == core.RunCompleted && ref != nil {
+		_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageApplying})
+		files, err := ref.client.Snapshot(ctx, ref.id, core.GeneratedArtifacts)
+		if err != nil {
+			out = o.classify(ar, err, "snapshot sandbox")
+			if out.status == core.RunCancelled {
+				out = failed(core.CodeSandboxError, "snapshot sandbox: %v", err)
+			}
+		} else if o.results != nil {
+			extra, err := o.results.ApplyResult(ctx, run, files)
+			if err != nil {
+				out = failed(core.CodeEngineError, "apply result: %v", err)
+			}
+			for _, ev := range extra {
+				_ = o.emitWith(ctx, ar, ev, nil)
+			}
+		}
+	}
+
+	if out.status == core.RunPaused {
+		o.pauseIdle(ctx, ar, out)
+		return
+	}
+
+	ar.mu.Lock()
+	output := string(ar.output)
+	inTok, outTok := ar.inputTokens, ar.outputTokens
+	ar.mu.Unlock()
+	now := time.Now().UTC()
+	if err := o.setStatus(ctx, ar, out.status, func(r *core.Run) {
+		r.ErrorCode, r.ErrorMessage, r.OutputText, r.FinishedAt = out.code, out.msg, output, &now
+		r.InputTokens, r.OutputTokens = inTok, outTok
+		if ref != nil {
+			r.SandboxStatus = sandbox.StatusStopped
+		}
+	}); err != nil {
+		o.log.Error("record final state", "run", run.ID, "error", err)
+	}
+	typ, _ := core.TerminalEventFor(out.status)
+	payload := map[string]any{"status": out.status}
+	if out.code != "" {
+		payload["error_code"], payload["error_message"] = out.code, out.msg
+	}
+	if output != "" {
+		payload["output_text"] = output
+	}
+	if err := o.emitWith(ctx, ar, NewEvent{Type: typ, Diagnostics: out.diagnostics}, payload); err != nil {
+		o.log.Error("emit terminal event", "run", run.ID, "error", err)
+	}
+	if ref != nil {
+		if err := ref.client.Stop(ctx, ref.id); err != nil {
+			o.log.Warn("stop sandbox", "run", run.ID, "sandbox", ref.id, "error", err)
+		}
+	}
+	o.mu.Lock()
+	delete(o.active, run.ID)
+	o.mu.Unlock()
+	ar.cancel()
+	ar.mu.Lock()
+	ar.idle = false
+	done := ar.done
+	ar.mu.Unlock()
+	close(done)
+}
+
+// pauseIdle records an engine-requested pause (a token budget, say). The run
+// stays active with its sandbox; Resume runs the engine again from its saved
+// state.
+func (o *Orchestrator) pauseIdle(ctx context.Context, ar *activeRun, out outcome) {
+	if err := o.setStatus(ctx, ar, core.RunPaused, func(r *core.Run) { r.PauseReason = out.pauseReason }); err != nil {
+		o.log.Error("record pause", "run", ar.run.ID, "error", err)
+	}
+	_ = o.emit(ctx, ar, core.EventRunPaused, map[string]any{"reason": out.pauseReason})
+	ar.mu.Lock()
+	ar.idle = true
+	done := ar.done
+	ar.mu.Unlock()
+	close(done)
+}
+
+// resumeIdle runs the engine again, from its saved state, for a run it had
+// paused itself.
+func (o *Orchestrator) resumeIdle(ar *activeRun) {
+	defer o.wg.Done()
+	ctx := ar.ctx
+	if err := o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) { r.PauseReason = "" }); err != nil {
+		o.finish(ar, failed(core.CodeInvalidRunTransition, "%v", err), ar.ref)
+		return
+	}
+	_ = o.emit(ctx, ar, core.EventRunResumed, map[string]any{})
+	o.finish(ar, o.runEngine(ctx, ar, ar.ref), ar.ref)
+}

@@ -1,0 +1,169 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/orchestrator/orchestratortest"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/require"
+)
+
+// binDir holds the real plugin binaries, built once for the package.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agenthost-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cmd := exec.Command("go", "build", "-o", dir+"/",
+		"github.com/agenthost/agenthost/cmd/agenthost-engine-mock",
+		"github.com/agenthost/agenthost/cmd/agenthost-sandbox-local",
+		"github.com/agenthost/agenthost/cmd/agenthost-toolpack-patch")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build plugins:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// host is a real plugin manager and orchestrator over in-memory storage.
+type host struct {
+	mgr   *pluginmgr.Manager
+	orch  *orchestrator.Orchestrator
+	store *orchestratortest.Memory
+}
+
+func defaultConfigs() []pluginmgr.Config {
+	return []pluginmgr.Config{
+		{Name: "mock", Kind: plugin.KindEngine, Command: filepath.Join(binDir, "agenthost-engine-mock"), Enabled: true, Config: []byte("{}")},
+		{Name: "local", Kind: plugin.KindSandbox, Command: filepath.Join(binDir, "agenthost-sandbox-local"), Enabled: true, Config: []byte("{}")},
+		{Name: "patch", Kind: plugin.KindToolpack, Command: filepath.Join(binDir, "agenthost-toolpack-patch"), Enabled: true, Config: []byte("{}")},
+	}
+}
+
+func newHost(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Options) *host {
+	t.Helper()
+	store := orchestratortest.NewMemory()
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
+	mgr := pluginmgr.New(configs, pluginmgr.Options{
+		PluginDir: binDir, DataDir: t.TempDir(), Logger: logger,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second,
+	})
+	opts.Logger = logger
+	orch := orchestrator.New(mgr, store, store, store, opts)
+	mgr.SetCallbacks(orch, orch.Workspace)
+	require.NoError(t, mgr.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		orch.Shutdown(ctx)
+		mgr.Close()
+	})
+	return &host{mgr: mgr, orch: orch, store: store}
+}
+
+func (h *host) start(t testing.TB, prompt string) *core.Run {
+	t.Helper()
+	run, err := h.orch.Start(context.Background(), orchestrator.StartRequest{
+		AppID: "app_test", Prompt: prompt, Engine: "mock", Sandbox: "local",
+		Files: []sandbox.File{{Path: "README.md", Data: []byte("# demo\n")}, {Path: "src/app.ts", Data: []byte("export const x = 1\n")}},
+	})
+	require.NoError(t, err)
+	return run
+}
+
+func (h *host) wait(t testing.TB, runID string) *core.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := h.orch.Wait(ctx, runID)
+	require.NoError(t, err, "run %s did not finish", runID)
+	return r
+}
+
+func (h *host) waitEvent(t testing.TB, runID string, typ core.EventType) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, h.store.WaitFor(ctx, runID, func(evs []core.Envelope) bool {
+		for _, e := range evs {
+			if e.Event == typ {
+				return true
+			}
+		}
+		return false
+	}), "no %s event in run %s", typ, runID)
+}
+
+// waitHealthy waits for a plugin to be (re)launched and healthy.
+func (h *host) waitHealthy(t testing.TB, name string) pluginmgr.Status {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range h.mgr.Statuses() {
+			if s.Name == name && s.State == pluginmgr.StateHealthy {
+				return s
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("plugin %s did not become healthy: %+v", name, h.mgr.Statuses())
+	return pluginmgr.Status{}
+}
+
+func types(evs []core.Envelope) []core.EventType {
+	out := make([]core.EventType, len(evs))
+	for i, e := range evs {
+		out[i] = e.Event
+	}
+	return out
+}
+
+// requireWellFormed checks the invariants every finished run's log holds:
+// seqs 1..n with no gap, exactly one terminal event and it is last, every
+// tool.started closed by exactly one tool.completed/failed.
+func requireWellFormed(t testing.TB, evs []core.Envelope) {
+	t.Helper()
+	require.NotEmpty(t, evs)
+	open := map[string]bool{}
+	terminals := 0
+	for i, e := range evs {
+		require.Equal(t, int64(i+1), e.Seq, "seq gap at index %d", i)
+		if e.Event.Terminal() {
+			terminals++
+		}
+		var p struct {
+			ID string `json:"tool_call_id"`
+		}
+		_ = json.Unmarshal(e.Payload, &p)
+		switch e.Event {
+		case core.EventToolStarted:
+			require.False(t, open[p.ID], "tool call %s started twice", p.ID)
+			open[p.ID] = true
+		case core.EventToolCompleted, core.EventToolFailed:
+			require.True(t, open[p.ID], "tool call %s finished without starting (or twice)", p.ID)
+			delete(open, p.ID)
+		}
+	}
+	require.Equal(t, 1, terminals, "exactly one terminal event: %v", types(evs))
+	require.True(t, evs[len(evs)-1].Event.Terminal(), "the terminal event is last: %v", types(evs))
+	require.Empty(t, open, "tool calls never finished")
+}

@@ -1,0 +1,333 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Options tune the orchestrator.
+type Options struct {
+	// CancelGrace is how long an engine has to confirm a cancel before the
+	// run fails closed.
+	CancelGrace time.Duration
+	// ToolTimeout bounds one tool call (tool_timeout_s).
+	ToolTimeout time.Duration
+	// CrashGrace is how long to wait for a plugin's exit to be observed after
+	// a call to it failed, to tell a crash from another failure.
+	CrashGrace time.Duration
+	Logger     hclog.Logger
+}
+
+// Orchestrator runs coding-agent runs.
+type Orchestrator struct {
+	plugins Plugins
+	runs    RunStore
+	events  EventSink
+	results ResultSink
+	opts    Options
+	log     hclog.Logger
+
+	mu     sync.Mutex
+	active map[string]*activeRun
+	leases map[string]lease
+	wg     sync.WaitGroup
+	closed bool
+}
+
+// New builds an Orchestrator and subscribes it to plugin crashes.
+func New(plugins Plugins, runs RunStore, events EventSink, results ResultSink, opts Options) *Orchestrator {
+	if opts.CancelGrace == 0 {
+		opts.CancelGrace = 10 * time.Second
+	}
+	if opts.ToolTimeout == 0 {
+		opts.ToolTimeout = 120 * time.Second // the seed's tool_timeout_s default
+	}
+	if opts.CrashGrace == 0 {
+		opts.CrashGrace = 3 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	o := &Orchestrator{
+		plugins: plugins, runs: runs, events: events, results: results, opts: opts,
+		log: opts.Logger.Named("orchestrator"), active: map[string]*activeRun{}, leases: map[string]lease{},
+	}
+	plugins.OnCrash(o.onCrash)
+	return o
+}
+
+// StartRequest is a run to start.
+type StartRequest struct {
+	// RunID may be set by the caller (it must be unique); empty means new.
+	RunID         string
+	TenantID      string
+	AppID         string
+	UserID        string
+	ChatSessionID string
+	Prompt        string
+	History       []engine.Message
+	Engine        string
+	Sandbox       string
+	Files         []sandbox.File
+	Model         engine.Model
+	Context       json.RawMessage
+	Limits        engine.Limits
+}
+
+// NewID returns a random id with a prefix, e.g. run_3f2a….
+func NewID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "_" + hex.EncodeToString(b[:])
+}
+
+// Start records a queued run, emits run.accepted and executes it in the
+// background. It fails fast, before recording anything, when the engine or
+// sandbox plugin is not usable.
+func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, error) {
+	if _, _, err := o.plugins.Engine(req.Engine); err != nil {
+		return nil, core.Errf(core.CodeEngineUnavailable, "engine", "%v", err)
+	}
+	if _, _, err := o.plugins.Sandbox(req.Sandbox); err != nil {
+		return nil, core.Errf(core.CodeSandboxUnavailable, "sandbox", "%v", err)
+	}
+	now := time.Now().UTC()
+	run := &core.Run{
+		ID: req.RunID, TenantID: req.TenantID, AppID: req.AppID, UserID: req.UserID,
+		ChatSessionID: req.ChatSessionID, Prompt: req.Prompt, Status: core.RunQueued,
+		Engine: req.Engine, SandboxBackend: req.Sandbox, CreatedAt: now, UpdatedAt: now,
+	}
+	if run.ID == "" {
+		run.ID = NewID("run")
+	}
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil, core.Errf(core.CodeHostShutdown, "", "the host is shutting down")
+	}
+	o.mu.Unlock()
+	if err := o.runs.CreateRun(ctx, run); err != nil {
+		return nil, fmt.Errorf("record run: %w", err)
+	}
+	ar := newActiveRun(run, req)
+	o.mu.Lock()
+	o.active[run.ID] = ar
+	o.wg.Add(1)
+	o.mu.Unlock()
+	if err := o.emit(ctx, ar, core.EventRunAccepted, map[string]any{"run_id": run.ID, "engine": run.Engine, "sandbox_backend": run.SandboxBackend}); err != nil {
+		o.log.Error("emit run.accepted", "run", run.ID, "error", err)
+	}
+	go o.execute(ar)
+	return run, nil
+}
+
+// Wait blocks until the run is finished or paused-and-idle, or ctx ends, and
+// returns its stored state.
+func (o *Orchestrator) Wait(ctx context.Context, runID string) (*core.Run, error) {
+	o.mu.Lock()
+	ar := o.active[runID]
+	o.mu.Unlock()
+	if ar != nil {
+		ar.mu.Lock()
+		done := ar.done
+		ar.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return o.runs.GetRun(ctx, runID)
+}
+
+// Shutdown stops accepting runs, fails the runs still active (their engines
+// cannot outlive the host's plugins) and waits for them to record it.
+func (o *Orchestrator) Shutdown(ctx context.Context) {
+	o.mu.Lock()
+	o.closed = true
+	runs := make([]*activeRun, 0, len(o.active))
+	for _, ar := range o.active {
+		runs = append(runs, ar)
+	}
+	o.mu.Unlock()
+	for _, ar := range runs {
+		ar.mu.Lock()
+		idle := ar.idle
+		ar.mu.Unlock()
+		if idle {
+			// Nothing runs; the run stays paused and resumable (its engine
+			// state is saved).
+			continue
+		}
+		ar.abort(core.CodeHostShutdown, "the host shut down while the run was active")
+	}
+	done := make(chan struct{})
+	go func() { o.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// activeRun is the in-memory side of a run that is executing.
+type activeRun struct {
+	req StartRequest
+	// ctx is the engine stream's context: cancelling it abandons the run
+	// at once (crash, shutdown, unconfirmed cancel).
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu sync.Mutex
+	// done is closed when the run finishes or pauses idle; a resumed idle
+	// run gets a new one.
+	done chan struct{}
+	// idle: paused by the engine itself, with no engine call running.
+	idle            bool
+	run             *core.Run
+	finished        bool
+	cancelRequested bool
+	// cancelled is closed on a cancel request so waits (permission, tools)
+	// stop even when an engine ignores its context.
+	cancelled chan struct{}
+	failCode  string
+	failMsg   string
+	engineH   pluginmgr.Handle
+	sandboxH  pluginmgr.Handle
+	toolpacks map[string]int // toolpack name → calls in flight
+	pending   *pendingPermission
+	streamed  bool
+	output    []byte
+	// Token usage reported by the engine.
+	inputTokens, outputTokens int64
+	ref                       *sandboxRef
+}
+
+func (ar *activeRun) sandboxRefLocked() *sandboxRef { return ar.ref }
+
+type pendingPermission struct {
+	id       string
+	decision chan engine.PermissionDecision
+}
+
+func newActiveRun(run *core.Run, req StartRequest) *activeRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &activeRun{
+		req: req, run: run, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		cancelled: make(chan struct{}), toolpacks: map[string]int{},
+	}
+}
+
+// abort fails the run with code (first cause wins) and abandons the engine.
+func (ar *activeRun) abort(code, msg string) {
+	ar.mu.Lock()
+	if ar.failCode == "" {
+		ar.failCode, ar.failMsg = code, msg
+	}
+	ar.mu.Unlock()
+	ar.cancel()
+}
+
+func (ar *activeRun) failure() (string, string) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.failCode, ar.failMsg
+}
+
+func (o *Orchestrator) lookup(runID string) (*activeRun, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ar := o.active[runID]
+	if ar == nil {
+		return nil, core.Errf(core.CodeNotFound, "run_id", "run %s is not active", runID)
+	}
+	return ar, nil
+}
+
+// onCrash fails every active run that depends on the plugin that died.
+func (o *Orchestrator) onCrash(ev pluginmgr.CrashEvent) {
+	o.mu.Lock()
+	runs := make([]*activeRun, 0, len(o.active))
+	for _, ar := range o.active {
+		runs = append(runs, ar)
+	}
+	o.mu.Unlock()
+	for _, ar := range runs {
+		ar.mu.Lock()
+		var code string
+		switch {
+		case ev.Kind == "engine" && ar.engineH.Name == ev.Name && ar.engineH.Generation == ev.Generation:
+			code = core.CodeEngineCrashed
+		case ev.Kind == "sandbox" && ar.sandboxH.Name == ev.Name && ar.sandboxH.Generation == ev.Generation:
+			code = core.CodeSandboxCrashed
+		case ev.Kind == "toolpack" && ar.toolpacks[ev.Name] > 0:
+			code = core.CodeToolpackCrashed
+		}
+		ar.mu.Unlock()
+		if code != "" {
+			ar.abort(code, fmt.Sprintf("%s plugin %q crashed while serving the run", ev.Kind, ev.Name))
+		}
+	}
+}
+
+// emit appends one event unless the run already has its terminal event.
+func (o *Orchestrator) emit(ctx context.Context, ar *activeRun, typ core.EventType, payload any) error {
+	return o.emitWith(ctx, ar, NewEvent{Type: typ}, payload)
+}
+
+func (o *Orchestrator) emitWith(ctx context.Context, ar *activeRun, ev NewEvent, payload any) error {
+	if ev.Payload == nil {
+		b, err := json.Marshal(payload)
+		if err != nil {
+			return err
+		}
+		ev.Payload = b
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.finished {
+		return core.Errf(core.CodeRunFinished, "", "run %s has finished; %s dropped", ar.run.ID, ev.Type)
+	}
+	if ev.Type.Terminal() {
+		ar.finished = true
+	}
+	// Appends hold the run's lock so that concurrent emitters (the event
+	// stream and tool callbacks) get seqs in the order they decided, and no
+	// event can slip in after the terminal one.
+	_, err := o.events.Append(context.WithoutCancel(ctx), ar.run, ev)
+	return err
+}
+
+// setStatus records a state change, refusing illegal transitions.
+func (o *Orchestrator) setStatus(ctx context.Context, ar *activeRun, to core.RunStatus, mutate func(*core.Run)) error {
+	updated, err := o.runs.UpdateRun(context.WithoutCancel(ctx), ar.run.ID, func(r *core.Run) error {
+		if r.Status != to {
+			if err := core.CheckTransition(r.Status, to); err != nil {
+				return err
+			}
+		}
+		r.Status = to
+		r.UpdatedAt = time.Now().UTC()
+		if mutate != nil {
+			mutate(r)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ar.mu.Lock()
+	ar.run = updated
+	ar.mu.Unlock()
+	return nil
+}

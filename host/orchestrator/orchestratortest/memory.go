@@ -1,0 +1,153 @@
+// Package orchestratortest holds in-memory fakes of the orchestrator's
+// storage ports, for tests only. The real store (SQLite and PostgreSQL)
+// replaces them in the host.
+package orchestratortest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+)
+
+// Memory implements RunStore, EventSink and ResultSink in memory.
+type Memory struct {
+	mu      sync.Mutex
+	runs    map[string]*core.Run
+	events  map[string][]core.Envelope
+	states  map[string][]byte
+	results map[string][]sandbox.File
+	changed chan struct{}
+}
+
+// NewMemory returns an empty store.
+func NewMemory() *Memory {
+	return &Memory{
+		runs: map[string]*core.Run{}, events: map[string][]core.Envelope{},
+		states: map[string][]byte{}, results: map[string][]sandbox.File{}, changed: make(chan struct{}),
+	}
+}
+
+var (
+	_ orchestrator.RunStore   = (*Memory)(nil)
+	_ orchestrator.EventSink  = (*Memory)(nil)
+	_ orchestrator.ResultSink = (*Memory)(nil)
+)
+
+func (m *Memory) notifyLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// CreateRun stores a new run.
+func (m *Memory) CreateRun(_ context.Context, r *core.Run) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.runs[r.ID]; ok {
+		return core.Errf(core.CodeInvalidRequest, "run_id", "run %s exists", r.ID)
+	}
+	cp := *r
+	m.runs[r.ID] = &cp
+	return nil
+}
+
+// GetRun returns a copy of a run.
+func (m *Memory) GetRun(_ context.Context, id string) (*core.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[id]
+	if !ok {
+		return nil, core.Errf(core.CodeNotFound, "run_id", "no run %s", id)
+	}
+	cp := *r
+	return &cp, nil
+}
+
+// UpdateRun applies fn atomically.
+func (m *Memory) UpdateRun(_ context.Context, id string, fn func(*core.Run) error) (*core.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[id]
+	if !ok {
+		return nil, core.Errf(core.CodeNotFound, "run_id", "no run %s", id)
+	}
+	cp := *r
+	if err := fn(&cp); err != nil {
+		return nil, err
+	}
+	m.runs[id] = &cp
+	out := cp
+	m.notifyLocked()
+	return &out, nil
+}
+
+// SaveEngineState keeps an engine's state.
+func (m *Memory) SaveEngineState(_ context.Context, runID string, state []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.states[runID] = append([]byte(nil), state...)
+	return nil
+}
+
+// LoadEngineState returns the last saved state, or nil.
+func (m *Memory) LoadEngineState(_ context.Context, runID string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.states[runID], nil
+}
+
+// Append gives the event the run's next seq.
+func (m *Memory) Append(_ context.Context, run *core.Run, ev orchestrator.NewEvent) (core.Envelope, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	env := core.Envelope{
+		Event: ev.Type, RunID: run.ID, AppID: run.AppID, Seq: int64(len(m.events[run.ID]) + 1),
+		TS: time.Now().UTC(), Payload: ev.Payload, Diagnostics: ev.Diagnostics,
+	}
+	m.events[run.ID] = append(m.events[run.ID], env)
+	m.notifyLocked()
+	return env, nil
+}
+
+// ApplyResult records the files of a completed run.
+func (m *Memory) ApplyResult(_ context.Context, run *core.Run, files []sandbox.File) ([]orchestrator.NewEvent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.results[run.ID] = files
+	return nil, nil
+}
+
+// Events returns a copy of a run's log.
+func (m *Memory) Events(runID string) []core.Envelope {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]core.Envelope(nil), m.events[runID]...)
+}
+
+// Result returns the files a completed run produced.
+func (m *Memory) Result(runID string) []sandbox.File {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.results[runID]
+}
+
+// WaitFor blocks until cond holds on the run's log or ctx ends.
+func (m *Memory) WaitFor(ctx context.Context, runID string, cond func([]core.Envelope) bool) error {
+	for {
+		m.mu.Lock()
+		evs := append([]core.Envelope(nil), m.events[runID]...)
+		ch := m.changed
+		m.mu.Unlock()
+		if cond(evs) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

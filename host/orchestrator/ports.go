@@ -1,0 +1,56 @@
+// Package orchestrator carries coding-agent runs through their life: it
+// provisions the sandbox, drives the engine plugin, routes tool calls to
+// toolpacks with the run's sandbox lent as their workspace, emits every event
+// in order with exactly one terminal event last, pauses for permissions,
+// cancels fail-closed, and fails runs whose plugins crash with a clear code.
+// Runs execute here, never in an HTTP request.
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/agenthost/agenthost/sdk/toolpack"
+)
+
+// RunStore keeps runs. UpdateRun applies fn to the stored run atomically.
+type RunStore interface {
+	CreateRun(ctx context.Context, r *core.Run) error
+	GetRun(ctx context.Context, id string) (*core.Run, error)
+	UpdateRun(ctx context.Context, id string, fn func(*core.Run) error) (*core.Run, error)
+	SaveEngineState(ctx context.Context, runID string, state []byte) error
+	LoadEngineState(ctx context.Context, runID string) ([]byte, error)
+}
+
+// NewEvent is an event before the log gives it a seq and a time.
+type NewEvent struct {
+	Type        core.EventType
+	Payload     json.RawMessage
+	Diagnostics json.RawMessage
+}
+
+// EventSink is the durable per-run event log. Append assigns gap-free seqs
+// in call order and is safe for concurrent use.
+type EventSink interface {
+	Append(ctx context.Context, run *core.Run, ev NewEvent) (core.Envelope, error)
+}
+
+// ResultSink turns a completed run's files into the app's next revision. It
+// may return extra events (revision.created, checkpoint.created) to emit
+// before run.completed.
+type ResultSink interface {
+	ApplyResult(ctx context.Context, run *core.Run, files []sandbox.File) ([]NewEvent, error)
+}
+
+// Plugins is what the orchestrator needs of the plugin manager.
+type Plugins interface {
+	Engine(name string) (*engine.Client, pluginmgr.Handle, error)
+	Sandbox(name string) (*sandbox.Client, pluginmgr.Handle, error)
+	Tool(name string) (*toolpack.Client, pluginmgr.ToolRoute, pluginmgr.Handle, error)
+	Tools() []pluginmgr.ToolRoute
+	OnCrash(fn func(pluginmgr.CrashEvent))
+}

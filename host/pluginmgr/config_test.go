@@ -1,0 +1,119 @@
+package pluginmgr
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseConfig(t *testing.T) {
+	src := `
+plugin "local" {
+  kind    = "sandbox"
+  command = "agenthost-sandbox-local"
+  args    = ["-v"]
+  sha256  = "AB` + "cdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789" + `"
+  env     = ["HOME_DIR", "OPENAI_API_KEY"]
+  config {
+    root   = "/srv/sb"
+    limits = { cpu = 2, names = ["a", "b"] }
+    on     = true
+  }
+}
+plugin "mock" {
+  kind    = "engine"
+  command = "./bin/mock"
+  enabled = false
+}
+`
+	cfgs, err := ParseConfig("x.hcl", []byte(src))
+	require.NoError(t, err)
+	require.Len(t, cfgs, 2)
+	c := cfgs[0]
+	assert.Equal(t, "local", c.Name)
+	assert.Equal(t, plugin.KindSandbox, c.Kind)
+	assert.Equal(t, []string{"-v"}, c.Args)
+	assert.Equal(t, "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789", c.SHA256, "lower-cased")
+	assert.Equal(t, []string{"HOME_DIR", "OPENAI_API_KEY"}, c.Env)
+	assert.True(t, c.Enabled)
+	assert.JSONEq(t, `{"root":"/srv/sb","limits":{"cpu":2,"names":["a","b"]},"on":true}`, string(c.Config))
+	assert.False(t, cfgs[1].Enabled)
+	assert.JSONEq(t, `{}`, string(cfgs[1].Config))
+}
+
+func TestParseConfigRejects(t *testing.T) {
+	block := func(body string) string { return "plugin \"a\" {\n" + body + "\n}\n" }
+	cases := map[string]struct{ src, want string }{
+		"bad kind":        {block("kind = \"widget\"\ncommand = \"x\""), "kind"},
+		"empty command":   {block("kind = \"engine\"\ncommand = \"\""), "command is empty"},
+		"bad sha":         {block("kind = \"engine\"\ncommand = \"x\"\nsha256 = \"123\""), "64 hex"},
+		"env with value":  {block("kind = \"engine\"\ncommand = \"x\"\nenv = [\"A=b\"]"), "variable name"},
+		"bad name":        {strings.Replace(block("kind = \"engine\"\ncommand = \"x\""), "\"a\"", "\"A B\"", 1), "name must match"},
+		"unknown attr":    {block("kind = \"engine\"\ncommand = \"x\"\ncolour = \"red\""), "colour"},
+		"top-level attr":  {"listen = \":80\"\n", "listen"},
+		"syntax":          {"plugin \"a\" {\n", "parse"},
+		"missing kind":    {block("command = \"x\""), "kind"},
+		"config variable": {block("kind = \"engine\"\ncommand = \"x\"\nconfig {\n v = var.x\n}"), "config.v"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseConfig("x.hcl", []byte(tc.src))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestLoadConfigDirRejectsDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.hcl"), []byte("plugin \"x\" {\n kind = \"engine\"\n command = \"a\"\n}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.hcl"), []byte("plugin \"x\" {\n kind = \"engine\"\n command = \"b\"\n}\n"), 0o644))
+	_, err := LoadConfigDir(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "already defined")
+
+	_, err = LoadConfigDir(filepath.Join(dir, "missing"))
+	assert.Error(t, err)
+}
+
+func TestResolveCommand(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "plug")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "data"), []byte("x"), 0o644))
+
+	got, err := resolveCommand(Config{Command: "plug"}, dir)
+	require.NoError(t, err)
+	assert.Equal(t, exe, got, "bare names come from the plugin dir")
+
+	got, err = resolveCommand(Config{Command: "./plug", File: filepath.Join(dir, "x.hcl")}, "/nowhere")
+	require.NoError(t, err)
+	assert.Equal(t, exe, got, "paths are relative to the config file")
+
+	_, err = resolveCommand(Config{Command: "data"}, dir)
+	assert.ErrorContains(t, err, "not an executable")
+	_, err = resolveCommand(Config{Command: "missing"}, dir)
+	assert.ErrorContains(t, err, "make build")
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add("plugin \"a\" {\n kind = \"engine\"\n command = \"x\"\n config {\n a = 1\n }\n}\n")
+	f.Add("plugin \"b\" {\n kind = \"sandbox\"\n command = \"/abs\"\n env = [\"A\"]\n}\n")
+	f.Add(`}}}{{{`)
+	f.Fuzz(func(t *testing.T, src string) {
+		cfgs, err := ParseConfig("fuzz.hcl", []byte(src))
+		if err != nil {
+			return
+		}
+		for _, c := range cfgs {
+			if !namePattern.MatchString(c.Name) || c.Command == "" {
+				t.Fatalf("accepted an invalid config: %+v", c)
+			}
+		}
+	})
+}

@@ -1,0 +1,236 @@
+package pluginmgr
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/agenthost/agenthost/sdk"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/agenthost/agenthost/sdk/toolpack"
+	goplugin "github.com/hashicorp/go-plugin"
+)
+
+// exitPoll is how often a plugin's liveness is checked. go-plugin records a
+// process exit but offers no notification; 50 ms keeps crash detection well
+// under the time any run takes while costing nothing measurable.
+const exitPoll = 50 * time.Millisecond
+
+// instance is one configured plugin and its current launch.
+type instance struct {
+	cfg Config
+
+	// Guarded by Manager.mu.
+	state     State
+	reason    string
+	restarts  int
+	info      plugin.Info
+	tools     []plugin.ToolSpec
+	gen       uint64
+	startedAt time.Time
+	exited    chan struct{}
+	client    pluginClient
+	pgid      int
+	engine    *engine.Client
+	sandbox   *sandbox.Client
+	toolpack  *toolpack.Client
+}
+
+func (inst *instance) handle() Handle {
+	return Handle{Name: inst.cfg.Name, Generation: inst.gen, Exited: inst.exited}
+}
+
+// kill ends the current process and everything left in its process group
+// (plugins also put their own children in groups of their own and tie them
+// to their lifetime).
+func (inst *instance) kill() {
+	c, pgid := inst.client, inst.pgid
+	if c == nil {
+		return
+	}
+	c.Kill()
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+}
+
+// fileSHA256 hashes a binary for the pre-launch checksum check.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// env builds the plugin's environment: only the variables its config lists,
+// plus the host's data dir. Nothing else of the host's environment leaks.
+func (m *Manager) env(c Config) []string {
+	out := []string{"AGENTHOST_DATA_DIR=" + m.opts.DataDir}
+	for _, name := range c.Env {
+		if v, ok := os.LookupEnv(name); ok {
+			out = append(out, name+"="+v)
+		}
+	}
+	return out
+}
+
+// launch starts one process for inst, checks it and configures it. On success
+// the instance is healthy (or unhealthy, if it says so) and a watcher closes
+// inst.exited when the process dies.
+func (m *Manager) launch(ctx context.Context, inst *instance) error {
+	c := inst.cfg
+	path, err := resolveCommand(c, m.opts.PluginDir)
+	if err != nil {
+		return err
+	}
+	var secure *goplugin.SecureConfig
+	if c.SHA256 != "" {
+		// Checked here first for a message that names both digests; go-plugin
+		// checks again right before exec (a fresh hash per config).
+		got, err := fileSHA256(path)
+		if err != nil {
+			return err
+		}
+		if got != c.SHA256 {
+			return fmt.Errorf("sha256 mismatch for %s: %s says %s, the binary is %s; refusing to launch it", path, c.File, c.SHA256, got)
+		}
+		sum, _ := hex.DecodeString(c.SHA256)
+		secure = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
+	}
+
+	cmd := exec.Command(path, c.Args...)
+	cmd.Env = m.env(c)
+	// Own process group so shutdown can sweep it; SIGKILL when the host dies
+	// so no plugin outlives a crashed host.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  plugin.Handshake,
+		VersionedPlugins: sdk.HostPluginSet(),
+		Cmd:              cmd,
+		SecureConfig:     secure,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		Logger:           m.opts.Logger.Named(c.Name),
+		GRPCDialOptions:  plugin.GRPCDialOptions(),
+		StartTimeout:     m.opts.StartTimeout,
+	})
+	ok := false
+	defer func() {
+		if !ok {
+			client.Kill()
+		}
+	}()
+	rpc, err := client.Client()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", path, err)
+	}
+	raw, err := rpc.Dispense(string(c.Kind))
+	if err != nil {
+		return fmt.Errorf("dispense %s: %w", c.Kind, err)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, m.opts.StartTimeout)
+	defer cancel()
+	next := &instance{}
+	var info plugin.Info
+	var health plugin.Health
+	switch cl := raw.(type) {
+	case *engine.Client:
+		if info, err = cl.Info(ctx); err == nil {
+			if err = checkInfo(c, info); err == nil {
+				if err = cl.Configure(ctx, c.Config, m.opts.EngineServices); err == nil {
+					health, err = cl.Health(ctx)
+				}
+			}
+		}
+		next.engine = cl
+	case *sandbox.Client:
+		if info, err = cl.Info(ctx); err == nil {
+			if err = checkInfo(c, info); err == nil {
+				if err = cl.Configure(ctx, c.Config); err == nil {
+					health, err = cl.Health(ctx)
+				}
+			}
+		}
+		next.sandbox = cl
+	case *toolpack.Client:
+		if info, err = cl.Info(ctx); err == nil {
+			if err = checkInfo(c, info); err == nil {
+				if err = cl.Configure(ctx, c.Config, m.opts.Workspaces); err == nil {
+					if next.tools, err = cl.Tools(ctx); err == nil {
+						health, err = cl.Health(ctx)
+					}
+				}
+			}
+		}
+		next.toolpack = cl
+	default:
+		err = fmt.Errorf("dispensed an unexpected client type %T", raw)
+	}
+	if err != nil {
+		return err
+	}
+
+	exited := make(chan struct{})
+	m.mu.Lock()
+	inst.gen++
+	inst.info, inst.tools = info, next.tools
+	inst.engine, inst.sandbox, inst.toolpack = next.engine, next.sandbox, next.toolpack
+	inst.client, inst.exited, inst.startedAt = client, exited, time.Now()
+	if cmd.Process != nil {
+		// Setpgid made the plugin its own group leader: pgid == pid.
+		inst.pgid = cmd.Process.Pid
+	}
+	if health.Healthy {
+		inst.state, inst.reason = StateHealthy, ""
+	} else {
+		inst.state, inst.reason = StateUnhealthy, health.Reason
+	}
+	m.mu.Unlock()
+	if c.Kind == plugin.KindToolpack {
+		m.registerTools(inst)
+	}
+	ok = true
+	m.log.Info("plugin loaded", "plugin", c.Name, "kind", c.Kind, "version", info.Version, "healthy", health.Healthy, "reason", health.Reason)
+
+	go func() {
+		t := time.NewTicker(exitPoll)
+		defer t.Stop()
+		for range t.C {
+			if client.Exited() {
+				close(exited)
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+// checkInfo refuses a binary that is not what its config says it is.
+func checkInfo(c Config, info plugin.Info) error {
+	if info.Kind != c.Kind {
+		return fmt.Errorf("binary reports kind %q, config says %q", info.Kind, c.Kind)
+	}
+	if info.APIVersion != plugin.APIVersion {
+		return fmt.Errorf("binary speaks API v%d, this host speaks v%d", info.APIVersion, plugin.APIVersion)
+	}
+	if info.Name != c.Name {
+		return fmt.Errorf("binary reports name %q, config block is plugin %q", info.Name, c.Name)
+	}
+	return nil
+}

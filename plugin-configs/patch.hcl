@@ -1,0 +1,5 @@
+# The patch toolpack: file reading and editing tools for engines.
+plugin "patch" {
+  kind    = "toolpack"
+  command = "agenthost-toolpack-patch"
+}
