@@ -120,9 +120,9 @@ func (o *Orchestrator) askPermission(ctx context.Context, ar *activeRun, req eng
 	select {
 	case d = <-p.decision:
 	case <-ctx.Done():
+		// A cancel reaches here through the engine's own context, so the
+		// engine sees its cancel rather than a failed callback.
 		return engine.PermissionDecision{}, ctx.Err()
-	case <-ar.cancelled:
-		return engine.PermissionDecision{}, context.Canceled
 	case <-ar.ctx.Done():
 		return engine.PermissionDecision{}, context.Canceled
 	}

@@ -259,11 +259,6 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	if err := o.emitWith(ctx, ar, NewEvent{Type: typ, Diagnostics: out.diagnostics}, payload); err != nil {
 		o.log.Error("emit terminal event", "run", run.ID, "error", err)
 	}
-	if ref != nil {
-		if err := ref.client.Stop(ctx, ref.id); err != nil {
-			o.log.Warn("stop sandbox", "run", run.ID, "sandbox", ref.id, "error", err)
-		}
-	}
 	o.mu.Lock()
 	delete(o.active, run.ID)
 	o.mu.Unlock()
@@ -273,7 +268,19 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	done := ar.done
 	ar.mu.Unlock()
 	close(done)
+	// The run's outcome is recorded; releasing the sandbox is housekeeping
+	// that a slow or stuck backend must not hold the run hostage to.
+	if ref != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
+		defer cancel()
+		if err := ref.client.Stop(stopCtx, ref.id); err != nil {
+			o.log.Warn("stop sandbox", "run", run.ID, "sandbox", ref.id, "error", err)
+		}
+	}
 }
+
+// sandboxStopTimeout bounds releasing a finished run's sandbox.
+const sandboxStopTimeout = 30 * time.Second
 
 // pauseIdle records an engine-requested pause (a token budget, say). The run
 // stays active with its sandbox; Resume runs the engine again from its saved
