@@ -98,7 +98,9 @@ type Event struct {
 func Delta(text string) Event { return Event{Kind: KindAssistantDelta, Text: text} }
 
 // Status is a run.status event.
-func Status(stage, message string) Event { return Event{Kind: KindStatus, Stage: stage, Message: message} }
+func Status(stage, message string) Event {
+	return Event{Kind: KindStatus, Stage: stage, Message: message}
+}
 
 // Status values of a Result.
 const (
