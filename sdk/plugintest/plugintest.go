@@ -19,11 +19,10 @@ import (
 
 func dispense(t testing.TB, kind plugin.Kind, p goplugin.Plugin) any {
 	t.Helper()
-	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{string(kind): p})
-	t.Cleanup(func() {
-		_ = client.Close()
-		server.Stop()
-	})
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{string(kind): p})
+	// Close asks the server to shut down through go-plugin's controller;
+	// stopping the server as well races inside go-plugin.
+	t.Cleanup(func() { _ = client.Close() })
 	raw, err := client.Dispense(string(kind))
 	if err != nil {
 		t.Fatalf("dispense %s: %v", kind, err)
