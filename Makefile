@@ -6,7 +6,11 @@ PLUGINS := agenthost-engine-mock agenthost-sandbox-local agenthost-toolpack-patc
 PROTO_DIR := sdk/proto
 PB_OUT := sdk/internal/pb
 
-.PHONY: build run test bench proto lint clean
+GOBIN := $(shell $(GO) env GOPATH)/bin
+STATICCHECK_VERSION := v0.7.0
+FUZZTIME ?= 10s
+
+.PHONY: build run test bench fuzz proto lint clean
 
 build:
 	$(GO) build -o $(BIN)/agenthost ./cmd/agenthost
@@ -29,10 +33,18 @@ proto:
 	  --go-grpc_out=. --go-grpc_opt=module=github.com/agenthost/agenthost \
 	  $$(find $(PROTO_DIR) -name '*.proto')
 
+# Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzResolvePath$$' -fuzztime $(FUZZTIME) ./sdk/workspace/dirfs/
+	$(GO) test -run '^$$' -fuzz '^FuzzPathPolicy$$' -fuzztime $(FUZZTIME) ./plugins/toolpack-patch/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseScript$$' -fuzztime $(FUZZTIME) ./plugins/engine-mock/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./host/pluginmgr/
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
 	$(GO) vet ./...
-	staticcheck ./...
+	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(GOBIN)/staticcheck ./...
 
 clean:
 	rm -rf $(BIN)
