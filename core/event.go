@@ -58,6 +58,13 @@ type Envelope struct {
 	Diagnostics json.RawMessage `json:"diagnostics,omitempty"`
 }
 
+// EventInput is an event before the log gives it a seq and a time.
+type EventInput struct {
+	Type        EventType
+	Payload     json.RawMessage
+	Diagnostics json.RawMessage
+}
+
 // Run status stages reported in run.status events.
 const (
 	StageSandboxStarting = "sandbox_starting"

@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Run is one coding-agent run: what was asked, where it runs and how it
 // ended.
@@ -10,10 +13,20 @@ type Run struct {
 	AppID         string
 	UserID        string
 	ChatSessionID string
-	Prompt        string
-	Status        RunStatus
-	// Engine is the engine plugin instance running it.
-	Engine string
+	// BaseRevisionID is the revision the run started from;
+	// ResultRevisionID the one its result became.
+	BaseRevisionID   string
+	ResultRevisionID string
+	Prompt           string
+	Status           RunStatus
+	// Engine is the engine plugin instance running it; EngineRunRef the
+	// engine's own id for the run (an OpenCode session, say).
+	Engine       string
+	EngineRunRef string
+	// RequestedModelID is what the request asked for; ResolvedModelID the
+	// model pinned on the run.
+	RequestedModelID string
+	ResolvedModelID  string
 	// SandboxBackend is the sandbox plugin instance holding its files.
 	SandboxBackend   string
 	SandboxID        string
@@ -26,9 +39,13 @@ type Run struct {
 	OutputText   string
 	InputTokens  int64
 	OutputTokens int64
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	FinishedAt   *time.Time
+	// Context is the run context as a JSON object (timing_metrics_ms, the
+	// selected-agent contract, ...).
+	Context        json.RawMessage
+	IdempotencyKey string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	FinishedAt     *time.Time
 }
 
 // Pause reasons.

@@ -8,7 +8,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -27,11 +26,7 @@ type RunStore interface {
 }
 
 // NewEvent is an event before the log gives it a seq and a time.
-type NewEvent struct {
-	Type        core.EventType
-	Payload     json.RawMessage
-	Diagnostics json.RawMessage
-}
+type NewEvent = core.EventInput
 
 // EventSink is the durable per-run event log. Append assigns gap-free seqs
 // in call order and is safe for concurrent use.

@@ -1,0 +1,214 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/jmoiron/sqlx"
+)
+
+// runRow is a runs row.
+type runRow struct {
+	ID               string         `db:"id"`
+	TenantID         string         `db:"tenant_id"`
+	AppID            string         `db:"app_id"`
+	UserID           string         `db:"user_id"`
+	ChatSessionID    string         `db:"chat_session_id"`
+	BaseRevisionID   string         `db:"base_revision_id"`
+	ResultRevisionID string         `db:"result_revision_id"`
+	Prompt           string         `db:"prompt"`
+	Status           string         `db:"status"`
+	Engine           string         `db:"execution_engine"`
+	EngineRunRef     string         `db:"engine_run_ref"`
+	RequestedModelID string         `db:"requested_model_id"`
+	ResolvedModelID  string         `db:"resolved_model_id"`
+	SandboxBackend   string         `db:"sandbox_backend"`
+	SandboxID        string         `db:"sandbox_id"`
+	SandboxStatus    string         `db:"sandbox_status"`
+	SandboxStartedAt sql.NullInt64  `db:"sandbox_started_at"`
+	PauseReason      string         `db:"pause_reason"`
+	ErrorCode        string         `db:"error_code"`
+	ErrorMessage     string         `db:"error_message"`
+	OutputText       string         `db:"output_text"`
+	InputTokens      int64          `db:"input_tokens"`
+	OutputTokens     int64          `db:"output_tokens"`
+	Context          string         `db:"context"`
+	IdempotencyKey   sql.NullString `db:"idempotency_key"`
+	CreatedAt        int64          `db:"created_at"`
+	UpdatedAt        int64          `db:"updated_at"`
+	FinishedAt       sql.NullInt64  `db:"finished_at"`
+}
+
+const runColumns = `id, tenant_id, app_id, user_id, chat_session_id, base_revision_id, result_revision_id,
+ prompt, status, execution_engine, engine_run_ref, requested_model_id, resolved_model_id,
+ sandbox_backend, sandbox_id, sandbox_status, sandbox_started_at, pause_reason, error_code,
+ error_message, output_text, input_tokens, output_tokens, context, idempotency_key,
+ created_at, updated_at, finished_at`
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func nullMS(t *time.Time) sql.NullInt64 {
+	if t == nil || t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func fromNullMS(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}
+
+func toRunRow(r *core.Run) runRow {
+	ctxJSON := string(r.Context)
+	if ctxJSON == "" {
+		ctxJSON = "{}"
+	}
+	row := runRow{
+		ID: r.ID, TenantID: r.TenantID, AppID: r.AppID, UserID: r.UserID, ChatSessionID: r.ChatSessionID,
+		BaseRevisionID: r.BaseRevisionID, ResultRevisionID: r.ResultRevisionID, Prompt: r.Prompt,
+		Status: string(r.Status), Engine: r.Engine, EngineRunRef: r.EngineRunRef,
+		RequestedModelID: r.RequestedModelID, ResolvedModelID: r.ResolvedModelID,
+		SandboxBackend: r.SandboxBackend, SandboxID: r.SandboxID, SandboxStatus: r.SandboxStatus,
+		SandboxStartedAt: nullMS(r.SandboxStartedAt), PauseReason: r.PauseReason,
+		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, OutputText: r.OutputText,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Context: ctxJSON,
+		CreatedAt: ms(r.CreatedAt), UpdatedAt: ms(r.UpdatedAt), FinishedAt: nullMS(r.FinishedAt),
+	}
+	if r.IdempotencyKey != "" {
+		row.IdempotencyKey = sql.NullString{String: r.IdempotencyKey, Valid: true}
+	}
+	return row
+}
+
+func (row runRow) toRun() *core.Run {
+	return &core.Run{
+		ID: row.ID, TenantID: row.TenantID, AppID: row.AppID, UserID: row.UserID, ChatSessionID: row.ChatSessionID,
+		BaseRevisionID: row.BaseRevisionID, ResultRevisionID: row.ResultRevisionID, Prompt: row.Prompt,
+		Status: core.RunStatus(row.Status), Engine: row.Engine, EngineRunRef: row.EngineRunRef,
+		RequestedModelID: row.RequestedModelID, ResolvedModelID: row.ResolvedModelID,
+		SandboxBackend: row.SandboxBackend, SandboxID: row.SandboxID, SandboxStatus: row.SandboxStatus,
+		SandboxStartedAt: fromNullMS(row.SandboxStartedAt), PauseReason: row.PauseReason,
+		ErrorCode: row.ErrorCode, ErrorMessage: row.ErrorMessage, OutputText: row.OutputText,
+		InputTokens: row.InputTokens, OutputTokens: row.OutputTokens, Context: json.RawMessage(row.Context),
+		IdempotencyKey: row.IdempotencyKey.String,
+		CreatedAt:      fromMS(row.CreatedAt), UpdatedAt: fromMS(row.UpdatedAt), FinishedAt: fromNullMS(row.FinishedAt),
+	}
+}
+
+// CreateRun records a new run. A duplicate id or idempotency key is
+// ErrConflict.
+func (s *Store) CreateRun(ctx context.Context, r *core.Run) error {
+	if !json.Valid(r.Context) && len(r.Context) > 0 {
+		return core.Errf(core.CodeInvalidRequest, "context", "run context is not JSON")
+	}
+	_, err := s.w.NamedExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (
+ :id, :tenant_id, :app_id, :user_id, :chat_session_id, :base_revision_id, :result_revision_id,
+ :prompt, :status, :execution_engine, :engine_run_ref, :requested_model_id, :resolved_model_id,
+ :sandbox_backend, :sandbox_id, :sandbox_status, :sandbox_started_at, :pause_reason, :error_code,
+ :error_message, :output_text, :input_tokens, :output_tokens, :context, :idempotency_key,
+ :created_at, :updated_at, :finished_at)`, toRunRow(r))
+	return translate(err)
+}
+
+// GetRun reads a run.
+func (s *Store) GetRun(ctx context.Context, id string) (*core.Run, error) {
+	var row runRow
+	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("run", id)
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return row.toRun(), nil
+}
+
+// UpdateRun applies fn to the run inside a transaction that locks its row.
+func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*core.Run) error) (*core.Run, error) {
+	var out *core.Run
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		q := `SELECT ` + runColumns + ` FROM runs WHERE id = ?`
+		if s.dialect == Postgres {
+			// SQLite has one writer, so its transaction already excludes
+			// others; PostgreSQL needs the row lock.
+			q += ` FOR UPDATE`
+		}
+		var row runRow
+		if err := tx.GetContext(ctx, &row, tx.Rebind(q), id); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return notFound("run", id)
+			}
+			return translate(err)
+		}
+		r := row.toRun()
+		if err := fn(r); err != nil {
+			return err
+		}
+		r.ID = id
+		_, err := tx.NamedExecContext(ctx, `UPDATE runs SET tenant_id = :tenant_id, app_id = :app_id,
+ user_id = :user_id, chat_session_id = :chat_session_id, base_revision_id = :base_revision_id,
+ result_revision_id = :result_revision_id, prompt = :prompt, status = :status,
+ execution_engine = :execution_engine, engine_run_ref = :engine_run_ref,
+ requested_model_id = :requested_model_id, resolved_model_id = :resolved_model_id,
+ sandbox_backend = :sandbox_backend, sandbox_id = :sandbox_id, sandbox_status = :sandbox_status,
+ sandbox_started_at = :sandbox_started_at, pause_reason = :pause_reason, error_code = :error_code,
+ error_message = :error_message, output_text = :output_text, input_tokens = :input_tokens,
+ output_tokens = :output_tokens, context = :context, idempotency_key = :idempotency_key,
+ updated_at = :updated_at, finished_at = :finished_at WHERE id = :id`, toRunRow(r))
+		if err != nil {
+			return translate(err)
+		}
+		out = r
+		return nil
+	})
+	return out, err
+}
+
+// ListRunsByStatus returns the runs in the given states (recovery after a
+// restart), oldest first.
+func (s *Store) ListRunsByStatus(ctx context.Context, statuses ...core.RunStatus) ([]*core.Run, error) {
+	if len(statuses) == 0 {
+		return nil, nil
+	}
+	q, args, err := sqlx.In(`SELECT `+runColumns+` FROM runs WHERE status IN (?) ORDER BY created_at, id`, statuses)
+	if err != nil {
+		return nil, err
+	}
+	var rows []runRow
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*core.Run, len(rows))
+	for i, row := range rows {
+		out[i] = row.toRun()
+	}
+	return out, nil
+}
+
+// SaveEngineState replaces a run's saved engine state.
+func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte) error {
+	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO engine_states (run_id, state, updated_at) VALUES (?, ?, ?)
+ ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`),
+		runID, state, time.Now().UnixMilli())
+	return translate(err)
+}
+
+// LoadEngineState returns a run's saved engine state, or nil.
+func (s *Store) LoadEngineState(ctx context.Context, runID string) ([]byte, error) {
+	var state []byte
+	err := s.r.GetContext(ctx, &state, s.rebind(`SELECT state FROM engine_states WHERE run_id = ?`), runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return state, translate(err)
+}

@@ -1,0 +1,226 @@
+// Package store is the host's persistence on two first-class SQL dialects:
+// embedded SQLite (the default: one command, no server) and PostgreSQL (what
+// a team runs, and what several hosts share). SQL is portable `?` SQL,
+// rebound per dialect; driver errors are translated here so nothing above
+// knows which database it talks to.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/migrations"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Dialect names a SQL dialect.
+type Dialect string
+
+// The supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Store is the host's database.
+type Store struct {
+	dialect Dialect
+	// connStr is the driver connection string, kept for migrations.
+	connStr string
+	// w takes every write. On SQLite it has a single connection: SQLite has
+	// one writer, and queueing in Go beats spinning on SQLITE_BUSY.
+	w *sqlx.DB
+	// r serves reads; on PostgreSQL it is the same pool as w.
+	r *sqlx.DB
+
+	events *eventWriter
+}
+
+// ErrConflict is returned (wrapped) when a write collides with existing data
+// (a unique key).
+var ErrConflict = errors.New("conflict")
+
+// ErrNotFound is returned (wrapped) when a row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Open connects to databaseURL — postgres://… for PostgreSQL, anything else
+// (a path, file:…, or empty for dataDir/agenthost.db) for SQLite — and brings
+// the schema up to date. It refuses a schema newer than this binary knows.
+func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
+	s, err := connect(ctx, databaseURL, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.MigrateUp(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.events = newEventWriter(s)
+	return s, nil
+}
+
+// OpenNoMigrate connects without touching the schema (agenthost migrate).
+func OpenNoMigrate(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
+	return connect(ctx, databaseURL, dataDir)
+}
+
+func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
+	if strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://") {
+		db, err := sqlx.Open("postgres", databaseURL)
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(32)
+		db.SetMaxIdleConns(8)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+		}
+		return &Store{dialect: Postgres, connStr: databaseURL, w: db, r: db}, nil
+	}
+
+	path := strings.TrimPrefix(databaseURL, "sqlite://")
+	path = strings.TrimPrefix(path, "file:")
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if path == "" {
+		path = filepath.Join(dataDir, "agenthost.db")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	// WAL lets readers run beside the writer; synchronous=NORMAL in WAL mode
+	// never loses a committed transaction to a process crash (only to an OS
+	// crash or power loss); busy_timeout covers the writer/reader handoff.
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	dsn := "file:" + path + "?" + q.Encode()
+	w, err := sqlx.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	r, err := sqlx.Open("sqlite", dsn+"&mode=ro")
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(8)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open SQLite %s: %w", path, err)
+	}
+	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r}, nil
+}
+
+func (s *Store) dsn() string { return s.connStr }
+
+// Dialect reports which database this is.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Close flushes pending event appends and closes the connections.
+func (s *Store) Close() error {
+	if s.events != nil {
+		s.events.close()
+	}
+	err := s.w.Close()
+	if s.r != s.w {
+		if rerr := s.r.Close(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// rebind turns portable `?` SQL into the dialect's placeholders.
+func (s *Store) rebind(q string) string { return s.w.Rebind(q) }
+
+// tx runs fn in a transaction: rolled back on error or panic, committed
+// otherwise, never committed after a rollback.
+func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) (err error) {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return translate(err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	done = true
+	return translate(tx.Commit())
+}
+
+// translate maps driver errors onto the store's: unique violations become
+// ErrConflict, no rows ErrNotFound.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) && pqErr.Code == "23505" {
+		return fmt.Errorf("%w: %s", ErrConflict, pqErr.Message)
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		switch sqErr.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %v", ErrConflict, err)
+		}
+	}
+	return err
+}
+
+// notFound wraps ErrNotFound in the domain's NOT_FOUND error.
+func notFound(what, id string) error {
+	return fmt.Errorf("%w: %w", core.Errf(core.CodeNotFound, "", "%s %s not found", what, id), ErrNotFound)
+}
+
+var migrationName = regexp.MustCompile(`^(\d+)_.*\.up\.sql$`)
+
+// LatestVersion is the newest migration this binary carries for d.
+func LatestVersion(d Dialect) (uint, error) {
+	entries, err := fs.ReadDir(migrations.FS, string(d))
+	if err != nil {
+		return 0, err
+	}
+	var versions []int
+	for _, e := range entries {
+		if m := migrationName.FindStringSubmatch(e.Name()); m != nil {
+			v, _ := strconv.Atoi(m[1])
+			versions = append(versions, v)
+		}
+	}
+	if len(versions) == 0 {
+		return 0, fmt.Errorf("no migrations for %s", d)
+	}
+	sort.Ints(versions)
+	return uint(versions[len(versions)-1]), nil
+}
