@@ -1,0 +1,54 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// App is an app row.
+type App struct {
+	ID              string `db:"id"`
+	TenantID        string `db:"tenant_id"`
+	Name            string `db:"name"`
+	DraftRevisionID string `db:"draft_revision_id"`
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// EnsureTenant creates a tenant unless it exists.
+func (s *Store) EnsureTenant(ctx context.Context, id, name string) error {
+	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`),
+		id, name, time.Now().UnixMilli())
+	return translate(err)
+}
+
+// CreateApp records an app of a tenant.
+func (s *Store) CreateApp(ctx context.Context, a App) error {
+	now := time.Now().UnixMilli()
+	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO apps (id, tenant_id, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`),
+		a.ID, a.TenantID, a.Name, now, now)
+	return translate(err)
+}
+
+// GetApp reads an app.
+func (s *Store) GetApp(ctx context.Context, id string) (App, error) {
+	var row struct {
+		ID        string         `db:"id"`
+		TenantID  string         `db:"tenant_id"`
+		Name      string         `db:"name"`
+		Draft     sql.NullString `db:"draft_revision_id"`
+		CreatedAt int64          `db:"created_at"`
+		UpdatedAt int64          `db:"updated_at"`
+	}
+	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT id, tenant_id, name, draft_revision_id, created_at, updated_at FROM apps WHERE id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return App{}, notFound("app", id)
+	}
+	if err != nil {
+		return App{}, translate(err)
+	}
+	return App{ID: row.ID, TenantID: row.TenantID, Name: row.Name, DraftRevisionID: row.Draft.String,
+		CreatedAt: fromMS(row.CreatedAt), UpdatedAt: fromMS(row.UpdatedAt)}, nil
+}

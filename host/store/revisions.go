@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/jmoiron/sqlx"
+)
+
+// Revision is one version of an app: a manifest of path → blob.
+type Revision struct {
+	ID            string
+	AppID         string
+	ParentID      string
+	MergeParentID string
+	// Source says what made it: "upload", "template", "run", "merge",
+	// "restore", "manual".
+	Source    string
+	AuthorID  string
+	RunID     string
+	Message   string
+	FileCount int
+	TotalSize int64
+	// Applied is false for a run result kept aside after a conflict.
+	Applied   bool
+	CreatedAt time.Time
+}
+
+// ManifestEntry is one file of a revision.
+type ManifestEntry struct {
+	Path   string `db:"path"`
+	SHA256 string `db:"blob_sha256"`
+	Size   int64  `db:"size"`
+	Mode   uint32 `db:"mode"`
+}
+
+// NewRevision is a revision to store.
+type NewRevision struct {
+	ID, AppID, ParentID, MergeParentID, Source, AuthorID, RunID, Message string
+	Files                                                                []sandbox.File
+	// Unapplied keeps the revision aside (a conflicting run result).
+	Unapplied bool
+}
+
+// WriteStats says what storing a revision cost.
+type WriteStats struct {
+	// BlobsWritten and BlobBytes count only content not already stored.
+	BlobsWritten int
+	BlobBytes    int64
+}
+
+// inChunk bounds IN lists and multi-row inserts (parameter limits).
+const inChunk = 400
+
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// CreateRevision stores a revision. File contents are stored by sha256 once:
+// a file that any revision already holds costs one manifest row and no
+// bytes.
+func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, WriteStats, error) {
+	if nr.ID == "" || nr.AppID == "" || nr.Source == "" {
+		return Revision{}, WriteStats{}, core.Errf(core.CodeInvalidRequest, "", "revision id, app id and source are required")
+	}
+	files := append([]sandbox.File(nil), nr.Files...)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	shas := make([]string, len(files))
+	var total int64
+	bySHA := map[string][]byte{}
+	for i, f := range files {
+		if i > 0 && files[i-1].Path == f.Path {
+			return Revision{}, WriteStats{}, core.Errf(core.CodeInvalidRequest, "files", "path %s appears twice", f.Path)
+		}
+		shas[i] = digest(f.Data)
+		bySHA[shas[i]] = f.Data
+		total += int64(len(f.Data))
+	}
+	rev := Revision{
+		ID: nr.ID, AppID: nr.AppID, ParentID: nr.ParentID, MergeParentID: nr.MergeParentID, Source: nr.Source,
+		AuthorID: nr.AuthorID, RunID: nr.RunID, Message: nr.Message, FileCount: len(files), TotalSize: total,
+		Applied: !nr.Unapplied, CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
+	}
+	var stats WriteStats
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		missing, err := s.missingBlobs(ctx, tx, bySHA)
+		if err != nil {
+			return err
+		}
+		now := time.Now().UnixMilli()
+		for _, sha := range missing {
+			data := bySHA[sha]
+			if data == nil {
+				data = []byte{}
+			}
+			if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)
+ ON CONFLICT (sha256) DO NOTHING`), sha, len(data), data, now); err != nil {
+				return translate(err)
+			}
+			stats.BlobsWritten++
+			stats.BlobBytes += int64(len(data))
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO revisions (id, app_id, parent_id, merge_parent_id, source, author_id,
+ run_id, message, file_count, total_size, applied, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			rev.ID, rev.AppID, nullStr(rev.ParentID), nullStr(rev.MergeParentID), rev.Source, nullStr(rev.AuthorID),
+			nullStr(rev.RunID), rev.Message, rev.FileCount, rev.TotalSize, rev.Applied, rev.CreatedAt.UnixMilli()); err != nil {
+			return translate(err)
+		}
+		for start := 0; start < len(files); start += inChunk {
+			end := min(start+inChunk, len(files))
+			var q strings.Builder
+			q.WriteString(`INSERT INTO revision_files (revision_id, path, blob_sha256, mode) VALUES `)
+			args := make([]any, 0, (end-start)*4)
+			for i := start; i < end; i++ {
+				if i > start {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, ?, ?, ?)")
+				mode := files[i].Mode
+				if mode == 0 {
+					mode = 0o644
+				}
+				args = append(args, rev.ID, files[i].Path, shas[i], mode)
+			}
+			if _, err := tx.ExecContext(ctx, tx.Rebind(q.String()), args...); err != nil {
+				return translate(err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Revision{}, WriteStats{}, err
+	}
+	return rev, stats, nil
+}
+
+// missingBlobs lists the digests not stored yet, in sorted order.
+func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string][]byte) ([]string, error) {
+	all := make([]string, 0, len(bySHA))
+	for sha := range bySHA {
+		all = append(all, sha)
+	}
+	sort.Strings(all)
+	have := map[string]bool{}
+	for start := 0; start < len(all); start += inChunk {
+		q, args, err := sqlx.In(`SELECT sha256 FROM blobs WHERE sha256 IN (?)`, all[start:min(start+inChunk, len(all))])
+		if err != nil {
+			return nil, err
+		}
+		var found []string
+		if err := tx.SelectContext(ctx, &found, tx.Rebind(q), args...); err != nil {
+			return nil, translate(err)
+		}
+		for _, f := range found {
+			have[f] = true
+		}
+	}
+	var missing []string
+	for _, sha := range all {
+		if !have[sha] {
+			missing = append(missing, sha)
+		}
+	}
+	return missing, nil
+}
+
+func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// GetRevision reads a revision and its manifest (path order).
+func (s *Store) GetRevision(ctx context.Context, id string) (Revision, []ManifestEntry, error) {
+	var row struct {
+		ID            string         `db:"id"`
+		AppID         string         `db:"app_id"`
+		ParentID      sql.NullString `db:"parent_id"`
+		MergeParentID sql.NullString `db:"merge_parent_id"`
+		Source        string         `db:"source"`
+		AuthorID      sql.NullString `db:"author_id"`
+		RunID         sql.NullString `db:"run_id"`
+		Message       string         `db:"message"`
+		FileCount     int            `db:"file_count"`
+		TotalSize     int64          `db:"total_size"`
+		Applied       bool           `db:"applied"`
+		CreatedAt     int64          `db:"created_at"`
+	}
+	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT id, app_id, parent_id, merge_parent_id, source, author_id, run_id,
+ message, file_count, total_size, applied, created_at FROM revisions WHERE id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Revision{}, nil, notFound("revision", id)
+	}
+	if err != nil {
+		return Revision{}, nil, translate(err)
+	}
+	var entries []ManifestEntry
+	if err := s.r.SelectContext(ctx, &entries, s.rebind(`SELECT f.path, f.blob_sha256, b.size, f.mode FROM revision_files f
+ JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? ORDER BY f.path`), id); err != nil {
+		return Revision{}, nil, translate(err)
+	}
+	return Revision{
+		ID: row.ID, AppID: row.AppID, ParentID: row.ParentID.String, MergeParentID: row.MergeParentID.String,
+		Source: row.Source, AuthorID: row.AuthorID.String, RunID: row.RunID.String, Message: row.Message,
+		FileCount: row.FileCount, TotalSize: row.TotalSize, Applied: row.Applied, CreatedAt: fromMS(row.CreatedAt),
+	}, entries, nil
+}
+
+// ReadRevisionFile returns one file's content at a revision.
+func (s *Store) ReadRevisionFile(ctx context.Context, revisionID, path string) ([]byte, error) {
+	var data []byte
+	err := s.r.GetContext(ctx, &data, s.rebind(`SELECT b.data FROM revision_files f JOIN blobs b ON b.sha256 = f.blob_sha256
+ WHERE f.revision_id = ? AND f.path = ?`), revisionID, path)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("file", path)
+	}
+	if data == nil && err == nil {
+		data = []byte{}
+	}
+	return data, translate(err)
+}
+
+// RevisionFiles materialises a revision as a file set (to provision a
+// sandbox from it).
+func (s *Store) RevisionFiles(ctx context.Context, revisionID string) ([]sandbox.File, error) {
+	var rows []struct {
+		Path string `db:"path"`
+		Mode uint32 `db:"mode"`
+		Data []byte `db:"data"`
+	}
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT f.path, f.mode, b.data FROM revision_files f
+ JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? ORDER BY f.path`), revisionID); err != nil {
+		return nil, translate(err)
+	}
+	out := make([]sandbox.File, len(rows))
+	for i, r := range rows {
+		out[i] = sandbox.File{Path: r.Path, Mode: r.Mode, Data: r.Data}
+	}
+	return out, nil
+}
