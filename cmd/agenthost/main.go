@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/hostapp"
 	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/workspace"
@@ -28,8 +30,12 @@ import (
 const usage = `agenthost: a self-hosted platform that runs coding agents against an app's files.
 
 usage:
-  agenthost [-config host.hcl] serve           start the host
-  agenthost [-config host.hcl] plugins check   load every plugin and report its state
+  agenthost [-config host.hcl] serve                    start the host
+  agenthost [-config host.hcl] plugins check            load every plugin and report its state
+  agenthost [-config host.hcl] migrate up|down|version  manage the database schema
+
+The database is embedded SQLite at $AGENTHOST_DATA_DIR/agenthost.db unless
+DATABASE_URL=postgres://... is set.
 `
 
 func main() {
@@ -49,6 +55,8 @@ func main() {
 		err = serve(cfg, log)
 	case len(args) == 2 && args[0] == "plugins" && args[1] == "check":
 		err = pluginsCheck(cfg, log)
+	case len(args) == 2 && args[0] == "migrate":
+		err = migrateCmd(cfg, args[1])
 	default:
 		fs.Usage()
 		os.Exit(2)
@@ -130,19 +138,28 @@ func pluginsCheck(cfg config.Host, log hclog.Logger) error {
 func serve(cfg config.Host, log hclog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	svc := noServices{}
-	m, err := startPlugins(ctx, cfg, log, svc, svc.Workspace)
+	h, err := hostapp.Start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer func() {
+		// Runs get time to reach a safe point; then plugins, then the DB.
+		shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		h.Close(shutdown)
+	}()
+	m := h.Plugins
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		code := http.StatusOK
+		dbState := "ok"
+		if err := h.Store.Ping(r.Context()); err != nil {
+			code, dbState = http.StatusServiceUnavailable, err.Error()
+		}
 		var plugins []map[string]any
 		for _, s := range m.Statuses() {
 			if s.State != pluginmgr.StateHealthy && s.State != pluginmgr.StateDisabled {
@@ -150,12 +167,12 @@ func serve(cfg config.Host, log hclog.Logger) error {
 			}
 			plugins = append(plugins, map[string]any{"name": s.Name, "kind": s.Kind, "version": s.Version, "state": s.State, "reason": s.Reason, "restarts": s.Restarts})
 		}
-		writeJSON(w, code, map[string]any{"plugins": plugins})
+		writeJSON(w, code, map[string]any{"database": dbState, "plugins": plugins})
 	})
 	srv := &http.Server{Addr: cfg.Listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("agenthost listening", "addr", cfg.Listen, "data_dir", cfg.DataDir, "plugins", len(m.Statuses()))
+	log.Info("agenthost listening", "addr", cfg.Listen, "data_dir", cfg.DataDir, "database", h.Store.Dialect(), "plugins", len(m.Statuses()))
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -172,4 +189,33 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+func migrateCmd(cfg config.Host, what string) error {
+	ctx := context.Background()
+	st, err := store.OpenNoMigrate(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch what {
+	case "up":
+		if err := st.MigrateUp(); err != nil {
+			return err
+		}
+	case "down":
+		if err := st.MigrateDown(); err != nil {
+			return err
+		}
+	case "version":
+	default:
+		return fmt.Errorf("migrate %q: want up, down or version", what)
+	}
+	v, dirty, err := st.SchemaVersion()
+	if err != nil {
+		return err
+	}
+	latest, _ := store.LatestVersion(st.Dialect())
+	fmt.Printf("%s schema version %d (this agenthost knows up to %d)%s\n", st.Dialect(), v, latest, map[bool]string{true: ", DIRTY", false: ""}[dirty])
+	return nil
 }

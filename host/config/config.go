@@ -24,6 +24,9 @@ type Host struct {
 	// PluginConfigDir holds one HCL file per plugin instance
 	// (AGENTHOST_PLUGIN_CONFIG_DIR).
 	PluginConfigDir string `hcl:"plugin_config_dir,optional"`
+	// DatabaseURL selects PostgreSQL when it is postgres://… (DATABASE_URL);
+	// empty means embedded SQLite at DataDir/agenthost.db.
+	DatabaseURL string `hcl:"database_url,optional"`
 }
 
 // Load reads file (when not empty), applies the environment and defaults,
@@ -51,6 +54,7 @@ func Load(file string) (Host, error) {
 	env(&h.DataDir, "AGENTHOST_DATA_DIR", "data")
 	env(&h.PluginDir, "AGENTHOST_PLUGIN_DIR", defPluginDir)
 	env(&h.PluginConfigDir, "AGENTHOST_PLUGIN_CONFIG_DIR", "plugin-configs")
+	env(&h.DatabaseURL, "DATABASE_URL", "")
 	for _, p := range []*string{&h.DataDir, &h.PluginDir, &h.PluginConfigDir} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {

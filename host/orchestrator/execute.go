@@ -238,16 +238,9 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	output := string(ar.output)
 	inTok, outTok := ar.inputTokens, ar.outputTokens
 	ar.mu.Unlock()
-	now := time.Now().UTC()
-	if err := o.setStatus(ctx, ar, out.status, func(r *core.Run) {
-		r.ErrorCode, r.ErrorMessage, r.OutputText, r.FinishedAt = out.code, out.msg, output, &now
-		r.InputTokens, r.OutputTokens = inTok, outTok
-		if ref != nil {
-			r.SandboxStatus = sandbox.StatusStopped
-		}
-	}); err != nil {
-		o.log.Error("record final state", "run", run.ID, "error", err)
-	}
+	// The terminal event goes to the log first: the log is the source of
+	// truth, so a host that dies between the two writes is repaired at
+	// start-up from the event (see hostapp's recovery), never the reverse.
 	typ, _ := core.TerminalEventFor(out.status)
 	payload := map[string]any{"status": out.status}
 	if out.code != "" {
@@ -258,6 +251,16 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	}
 	if err := o.emitWith(ctx, ar, NewEvent{Type: typ, Diagnostics: out.diagnostics}, payload); err != nil {
 		o.log.Error("emit terminal event", "run", run.ID, "error", err)
+	}
+	now := time.Now().UTC()
+	if err := o.setStatus(ctx, ar, out.status, func(r *core.Run) {
+		r.ErrorCode, r.ErrorMessage, r.OutputText, r.FinishedAt = out.code, out.msg, output, &now
+		r.InputTokens, r.OutputTokens = inTok, outTok
+		if ref != nil {
+			r.SandboxStatus = sandbox.StatusStopped
+		}
+	}); err != nil {
+		o.log.Error("record final state", "run", run.ID, "error", err)
 	}
 	o.mu.Lock()
 	delete(o.active, run.ID)

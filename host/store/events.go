@@ -242,3 +242,21 @@ func (s *Store) ListEvents(ctx context.Context, runID, appID string, afterSeq in
 	}
 	return out, nil
 }
+
+// LastEvent returns a run's newest event, or nil when its log is empty.
+func (s *Store) LastEvent(ctx context.Context, runID, appID string) (*core.Envelope, error) {
+	var rows []eventRow
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT run_id, seq, type, payload, diagnostics, ts FROM run_events
+ WHERE run_id = ? ORDER BY seq DESC LIMIT 1`), runID); err != nil {
+		return nil, translate(err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	r := rows[0]
+	e := core.Envelope{Event: core.EventType(r.Type), RunID: r.RunID, AppID: appID, Seq: r.Seq, TS: fromMS(r.TS), Payload: []byte(r.Payload)}
+	if r.Diagnostics.Valid {
+		e.Diagnostics = []byte(r.Diagnostics.String)
+	}
+	return &e, nil
+}

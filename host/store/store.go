@@ -224,3 +224,6 @@ func LatestVersion(d Dialect) (uint, error) {
 	sort.Ints(versions)
 	return uint(versions[len(versions)-1]), nil
 }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.w.PingContext(ctx) }

@@ -1,0 +1,174 @@
+package hostapp_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/hashicorp/go-hclog"
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agenthost-crash-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cmd := exec.Command("go", "build", "-o", dir+"/",
+		"github.com/agenthost/agenthost/cmd/agenthost-engine-mock",
+		"github.com/agenthost/agenthost/cmd/agenthost-sandbox-local",
+		"github.com/agenthost/agenthost/host/hostapp/testdata/crashhost")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func pluginConfigs(t *testing.T) string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mock.hcl"), []byte("plugin \"mock\" {\n kind = \"engine\"\n command = \"agenthost-engine-mock\"\n}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "local.hcl"), []byte("plugin \"local\" {\n kind = \"sandbox\"\n command = \"agenthost-sandbox-local\"\n}\n"), 0o644))
+	return dir
+}
+
+// freshPostgres returns a URL for an empty schema, or skips.
+func freshPostgres(t *testing.T) string {
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("TEST_DATABASE_URL not set: PostgreSQL crash test skipped (.ci/run sets it)")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "crash_" + hex.EncodeToString(b[:])
+	admin, err := sqlx.Open("postgres", base)
+	require.NoError(t, err)
+	_, err = admin.Exec("CREATE SCHEMA " + schema)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE"); admin.Close() })
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestSIGKILLLosesNoCommittedEvent kills the host with SIGKILL while five
+// runs stream events, then checks on restart that every event the log had
+// acknowledged is there, that no run's seq has a gap, and that the runs are
+// settled with a terminal event.
+func TestSIGKILLLosesNoCommittedEvent(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			dataDir := t.TempDir()
+			dbURL := filepath.Join(dataDir, "agenthost.db")
+			if dialect == "postgres" {
+				dbURL = freshPostgres(t)
+			}
+			const runs = 5
+			cmd := exec.Command(filepath.Join(binDir, "crashhost"), dbURL, dataDir, binDir, pluginConfigs(t), strconv.Itoa(runs))
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			defer func() { _ = cmd.Process.Kill() }()
+
+			acked := map[string]int64{}
+			total := 0
+			sc := bufio.NewScanner(out)
+			deadline := time.Now().Add(90 * time.Second)
+			for total < 3000 && time.Now().Before(deadline) && sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) != 3 || f[0] != "ack" {
+					continue
+				}
+				seq, err := strconv.ParseInt(f[2], 10, 64)
+				require.NoError(t, err)
+				acked[f[1]] = max(acked[f[1]], seq)
+				total++
+			}
+			require.GreaterOrEqual(t, total, 3000, "the host did not stream enough events")
+			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+			_ = cmd.Wait()
+			// Keep reading what was already printed: those events were
+			// committed before the kill, too.
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) == 3 && f[0] == "ack" {
+					if seq, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+						acked[f[1]] = max(acked[f[1]], seq)
+					}
+				}
+			}
+			require.Len(t, acked, runs, "every run streamed")
+
+			ctx := context.Background()
+			st, err := store.Open(ctx, dbURL, dataDir)
+			require.NoError(t, err)
+			defer st.Close()
+			lastSeq := map[string]int64{}
+			for runID, maxAck := range acked {
+				evs, err := st.ListEvents(ctx, runID, "app", 0, 0)
+				require.NoError(t, err)
+				for i := 0; ; i++ {
+					for j, e := range evs {
+						require.Equal(t, int64(i*10000+j+1), e.Seq, "run %s: seq gap", runID)
+					}
+					if len(evs) < 10000 {
+						break
+					}
+					evs, err = st.ListEvents(ctx, runID, "app", int64((i+1)*10000), 0)
+					require.NoError(t, err)
+				}
+				last, err := st.LastEvent(ctx, runID, "app")
+				require.NoError(t, err)
+				require.NotNil(t, last)
+				assert.GreaterOrEqual(t, last.Seq, maxAck, "run %s lost committed events", runID)
+				assert.False(t, last.Event.Terminal())
+				lastSeq[runID] = last.Seq
+			}
+
+			// A new host settles the runs the dead one left behind.
+			require.NoError(t, hostapp.RecoverInterrupted(ctx, st, hclog.NewNullLogger()))
+			for runID, seq := range lastSeq {
+				r, err := st.GetRun(ctx, runID)
+				require.NoError(t, err)
+				assert.Equal(t, core.RunFailed, r.Status)
+				assert.Equal(t, hostapp.CodeHostInterrupted, r.ErrorCode)
+				last, err := st.LastEvent(ctx, runID, "app")
+				require.NoError(t, err)
+				assert.Equal(t, seq+1, last.Seq, "the terminal event follows with no gap")
+				assert.Equal(t, core.EventRunFailed, last.Event)
+			}
+			// The host's plugins died with it.
+			assert.Eventually(t, func() bool {
+				out, _ := exec.Command("pgrep", "-f", binDir).Output()
+				return strings.TrimSpace(string(out)) == ""
+			}, 10*time.Second, 50*time.Millisecond, "plugin processes outlived the killed host")
+		})
+	}
+}

@@ -1,0 +1,115 @@
+// Package hostapp assembles the host from its parts — store, plugin manager,
+// orchestrator — in the order they depend on each other, and takes them down
+// in reverse: runs reach a safe point, then plugins stop, then the database
+// closes.
+package hostapp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Host is a running host.
+type Host struct {
+	Store   *store.Store
+	Plugins *pluginmgr.Manager
+	Orch    *orchestrator.Orchestrator
+	log     hclog.Logger
+}
+
+// Start opens the database (migrating it), repairs runs a previous process
+// left unfinished, launches the plugins and builds the orchestrator.
+func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	if err := RecoverInterrupted(ctx, st, log); err != nil {
+		st.Close()
+		return nil, err
+	}
+	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
+	orch := orchestrator.New(mgr, st, st, nil, orchestrator.Options{Logger: log})
+	mgr.SetCallbacks(orch, orch.Workspace)
+	if err := mgr.Start(ctx); err != nil {
+		mgr.Close()
+		st.Close()
+		return nil, err
+	}
+	return &Host{Store: st, Plugins: mgr, Orch: orch, log: log}, nil
+}
+
+// Close stops the host: runs first, then plugins, then the database.
+func (h *Host) Close(ctx context.Context) {
+	h.Orch.Shutdown(ctx)
+	h.Plugins.Close()
+	if err := h.Store.Close(); err != nil {
+		h.log.Error("close database", "error", err)
+	}
+}
+
+// CodeHostInterrupted fails runs a host was executing when it died.
+const CodeHostInterrupted = "HOST_INTERRUPTED"
+
+// RecoverInterrupted settles runs that a previous host process left
+// unfinished (it crashed or was killed): its engines died with it, so they
+// cannot go on. A run whose log already holds its terminal event only gets
+// its status repaired from that event; any other run gets run.failed with
+// HOST_INTERRUPTED, so no client waits on it forever.
+func RecoverInterrupted(ctx context.Context, st *store.Store, log hclog.Logger) error {
+	runs, err := st.ListRunsByStatus(ctx, core.RunQueued, core.RunRunning, core.RunPaused)
+	if err != nil {
+		return fmt.Errorf("find interrupted runs: %w", err)
+	}
+	for _, r := range runs {
+		last, err := st.LastEvent(ctx, r.ID, r.AppID)
+		if err != nil {
+			return err
+		}
+		status, code, msg := core.RunFailed, CodeHostInterrupted, "the host stopped while the run was active"
+		if last != nil && last.Event.Terminal() {
+			var p struct {
+				Status  core.RunStatus `json:"status"`
+				Code    string         `json:"error_code"`
+				Message string         `json:"error_message"`
+			}
+			_ = json.Unmarshal(last.Payload, &p)
+			status, code, msg = p.Status, p.Code, p.Message
+			if !status.Terminal() {
+				status = core.RunFailed
+			}
+		} else {
+			payload, _ := json.Marshal(map[string]any{"status": status, "error_code": code, "error_message": msg})
+			if _, err := st.Append(ctx, r, core.EventInput{Type: core.EventRunFailed, Payload: payload}); err != nil {
+				return fmt.Errorf("settle run %s: %w", r.ID, err)
+			}
+		}
+		now := time.Now().UTC()
+		if _, err := st.UpdateRun(ctx, r.ID, func(run *core.Run) error {
+			run.Status, run.ErrorCode, run.ErrorMessage, run.FinishedAt, run.UpdatedAt = status, code, msg, &now, now
+			return nil
+		}); err != nil {
+			return fmt.Errorf("settle run %s: %w", r.ID, err)
+		}
+		log.Warn("settled a run the previous host left unfinished", "run", r.ID, "status", status, "code", code)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package hostapp_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/hashicorp/go-hclog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunPersistsOnEachDialect runs a mock run through the assembled host
+// and reads its whole life back from the database.
+func TestRunPersistsOnEachDialect(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			dataDir := t.TempDir()
+			cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: pluginConfigs(t), DatabaseURL: filepath.Join(dataDir, "a.db")}
+			if dialect == "postgres" {
+				cfg.DatabaseURL = freshPostgres(t)
+			}
+			ctx := context.Background()
+			h, err := hostapp.Start(ctx, cfg, hclog.NewNullLogger())
+			require.NoError(t, err)
+			defer h.Close(ctx)
+			assert.Equal(t, dialect, string(h.Store.Dialect()))
+
+			run, err := h.Orch.Start(ctx, orchestrator.StartRequest{
+				AppID: "app", Prompt: "say hello\ncheckpoint\nsay bye", Engine: "mock", Sandbox: "local",
+				Files: []sandbox.File{{Path: "a.txt", Data: []byte("a")}},
+			})
+			require.NoError(t, err)
+			wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			defer cancel()
+			final, err := h.Orch.Wait(wctx, run.ID)
+			require.NoError(t, err)
+			assert.Equal(t, core.RunCompleted, final.Status)
+			assert.Equal(t, "hellobye", final.OutputText)
+			assert.NotNil(t, final.FinishedAt)
+			assert.Equal(t, "sbx_"+run.ID, final.SandboxID)
+
+			evs, err := h.Store.ListEvents(ctx, run.ID, "app", 0, 0)
+			require.NoError(t, err)
+			require.NotEmpty(t, evs)
+			for i, e := range evs {
+				assert.Equal(t, int64(i+1), e.Seq)
+			}
+			assert.Equal(t, core.EventRunAccepted, evs[0].Event)
+			assert.Equal(t, core.EventRunCompleted, evs[len(evs)-1].Event)
+			state, err := h.Store.LoadEngineState(ctx, run.ID)
+			require.NoError(t, err)
+			assert.JSONEq(t, `{"next_line":3}`, string(state), "engine state is durable")
+		})
+	}
+}
