@@ -23,6 +23,8 @@ run: build
 test: build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	@echo "store tests per dialect (PostgreSQL runs when TEST_DATABASE_URL is set):"
+	@$(GO) test -count=1 -v -run 'TestMigrations|TestEventLog$$' ./host/store/ | grep -E -- '--- (PASS|FAIL|SKIP).*/(sqlite|postgres)'
 
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./... | tee bench.txt

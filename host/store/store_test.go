@@ -158,6 +158,15 @@ func TestEventLog(t *testing.T) {
 		assert.Len(t, seen, runs*per, "every committed event reaches the listeners")
 		mu.Unlock()
 
+		last, err := s.LastEvent(ctx, "r7", "app1")
+		require.NoError(t, err)
+		assert.Equal(t, int64(per), last.Seq)
+		assert.Equal(t, "app1", last.AppID)
+		none, err := s.LastEvent(ctx, "no-such-run", "app1")
+		require.NoError(t, err)
+		assert.Nil(t, none)
+		require.NoError(t, s.Ping(ctx))
+
 		// Follow from any seq, in pages.
 		page, err := s.ListEvents(ctx, "r3", "app1", 57, 2)
 		require.NoError(t, err)
@@ -169,10 +178,10 @@ func TestEventLog(t *testing.T) {
 		env, err := s.Append(ctx, newRun("r3"), core.EventInput{Type: core.EventRunStatus, Diagnostics: json.RawMessage(`{"x":1}`)})
 		require.NoError(t, err)
 		assert.Equal(t, int64(per+1), env.Seq)
-		last, err := s.ListEvents(ctx, "r3", "app1", per, 0)
+		tail, err := s.ListEvents(ctx, "r3", "app1", per, 0)
 		require.NoError(t, err)
-		require.Len(t, last, 1)
-		assert.JSONEq(t, `{"x":1}`, string(last[0].Diagnostics))
+		require.Len(t, tail, 1)
+		assert.JSONEq(t, `{"x":1}`, string(tail[0].Diagnostics))
 	})
 }
 
