@@ -148,31 +148,10 @@ func serve(cfg config.Host, log hclog.Logger) error {
 		defer cancel()
 		h.Close(shutdown)
 	}()
-	m := h.Plugins
-
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		code := http.StatusOK
-		dbState := "ok"
-		if err := h.Store.Ping(r.Context()); err != nil {
-			code, dbState = http.StatusServiceUnavailable, err.Error()
-		}
-		var plugins []map[string]any
-		for _, s := range m.Statuses() {
-			if s.State != pluginmgr.StateHealthy && s.State != pluginmgr.StateDisabled {
-				code = http.StatusServiceUnavailable
-			}
-			plugins = append(plugins, map[string]any{"name": s.Name, "kind": s.Kind, "version": s.Version, "state": s.State, "reason": s.Reason, "restarts": s.Restarts})
-		}
-		writeJSON(w, code, map[string]any{"database": dbState, "plugins": plugins})
-	})
-	srv := &http.Server{Addr: cfg.Listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: cfg.Listen, Handler: h.Handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("agenthost listening", "addr", cfg.Listen, "data_dir", cfg.DataDir, "database", h.Store.Dialect(), "plugins", len(m.Statuses()))
+	log.Info("agenthost listening", "addr", cfg.Listen, "data_dir", cfg.DataDir, "database", h.Store.Dialect(), "plugins", len(h.Plugins.Statuses()))
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {

@@ -8,10 +8,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/api"
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -24,6 +26,8 @@ type Host struct {
 	Store   *store.Store
 	Plugins *pluginmgr.Manager
 	Orch    *orchestrator.Orchestrator
+	// Handler serves the HTTP API.
+	Handler http.Handler
 	log     hclog.Logger
 }
 
@@ -54,7 +58,48 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		st.Close()
 		return nil, err
 	}
-	return &Host{Store: st, Plugins: mgr, Orch: orch, log: log}, nil
+	if err := ensureBootstrapToken(ctx, st, os.Getenv("AGENTHOST_BOOTSTRAP_TOKEN")); err != nil {
+		mgr.Close()
+		st.Close()
+		return nil, err
+	}
+	hub := api.NewHub()
+	st.OnAppend(func(e core.Envelope) { hub.Notify(e.RunID) })
+	handler := api.New(api.Deps{
+		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log,
+		DefaultEngine: envOr("APPS_CODING_AGENT_DEFAULT_ENGINE", "mock"), DefaultSandbox: envOr("AGENTHOST_DEFAULT_SANDBOX", "local"),
+	})
+	return &Host{Store: st, Plugins: mgr, Orch: orch, Handler: handler, log: log}, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// DefaultTenant is the tenant the bootstrap token belongs to.
+const DefaultTenant = "default"
+
+// ensureBootstrapToken makes sure an admin token with the given secret
+// exists for the default tenant (for scripts and the quick start).
+func ensureBootstrapToken(ctx context.Context, st *store.Store, secret string) error {
+	if secret == "" {
+		return nil
+	}
+	if _, err := st.Authenticate(ctx, secret); err == nil {
+		return nil
+	}
+	if err := st.EnsureTenant(ctx, DefaultTenant, "Default"); err != nil {
+		return err
+	}
+	user, err := st.EnsureUser(ctx, DefaultTenant, "usr_admin", "admin@localhost")
+	if err != nil {
+		return err
+	}
+	_, err = st.CreateToken(ctx, DefaultTenant, user, "bootstrap", secret, []string{"admin", "apps.read", "apps.write"})
+	return err
 }
 
 // Close stops the host: runs first, then plugins, then the database.

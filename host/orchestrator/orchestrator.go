@@ -75,14 +75,16 @@ type StartRequest struct {
 	AppID         string
 	UserID        string
 	ChatSessionID string
-	Prompt        string
-	History       []engine.Message
-	Engine        string
-	Sandbox       string
-	Files         []sandbox.File
-	Model         engine.Model
-	Context       json.RawMessage
-	Limits        engine.Limits
+	// BaseRevisionID is the app revision the run's sandbox starts from.
+	BaseRevisionID string
+	Prompt         string
+	History        []engine.Message
+	Engine         string
+	Sandbox        string
+	Files          []sandbox.File
+	Model          engine.Model
+	Context        json.RawMessage
+	Limits         engine.Limits
 }
 
 // NewID returns a random id with a prefix, e.g. run_3f2a….
@@ -105,7 +107,7 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 	now := time.Now().UTC()
 	run := &core.Run{
 		ID: req.RunID, TenantID: req.TenantID, AppID: req.AppID, UserID: req.UserID,
-		ChatSessionID: req.ChatSessionID, Prompt: req.Prompt, Status: core.RunQueued,
+		ChatSessionID: req.ChatSessionID, BaseRevisionID: req.BaseRevisionID, Prompt: req.Prompt, Status: core.RunQueued,
 		Engine: req.Engine, SandboxBackend: req.Sandbox, CreatedAt: now, UpdatedAt: now,
 	}
 	if run.ID == "" {

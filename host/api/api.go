@@ -1,0 +1,169 @@
+// Package api is the host's HTTP API (Gin): the seed's coding-agent runs
+// contract under /admin/apps/{app_id}/coding-agent/, the apps endpoints a
+// frontend needs, and health. Every failure is {"detail":{code,message,
+// field}} from one middleware; runs execute in the orchestrator, never in a
+// request, and streams are served from the durable log.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/gin-gonic/gin"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Runs is what the API needs of the orchestrator.
+type Runs interface {
+	Start(ctx context.Context, req orchestrator.StartRequest) (*core.Run, error)
+	Cancel(ctx context.Context, runID string) error
+	Resume(ctx context.Context, runID string, d engine.PermissionDecision) error
+}
+
+// Deps are the API's collaborators.
+type Deps struct {
+	Store   *store.Store
+	Runs    Runs
+	Plugins *pluginmgr.Manager
+	Hub     *Hub
+	Logger  hclog.Logger
+	// DefaultEngine and DefaultSandbox are the policy defaults.
+	DefaultEngine  string
+	DefaultSandbox string
+	// Heartbeat is the SSE keep-alive interval (15 s by default).
+	Heartbeat time.Duration
+}
+
+// Server is the HTTP API.
+type Server struct {
+	deps Deps
+	log  hclog.Logger
+}
+
+// New builds the handler.
+func New(d Deps) http.Handler {
+	if d.Logger == nil {
+		d.Logger = hclog.NewNullLogger()
+	}
+	if d.Heartbeat == 0 {
+		d.Heartbeat = 15 * time.Second
+	}
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{deps: d, log: d.Logger.Named("api")}
+	r := gin.New()
+	r.Use(requestID, errorMiddleware(s.log))
+	r.NoRoute(func(c *gin.Context) {
+		_ = c.Error(core.Errf(core.CodeNotFound, "", "no route %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", s.ready)
+
+	a := r.Group("/admin", s.authenticate)
+	a.POST("/apps", require(ScopeWrite), s.createApp)
+	a.GET("/apps", require(ScopeRead), s.listApps)
+	a.GET("/apps/:app_id", require(ScopeRead), s.getApp)
+
+	ca := a.Group("/apps/:app_id/coding-agent")
+	ca.POST("/runs", require(ScopeWrite), s.createRun)
+	ca.GET("/runs", require(ScopeRead), s.listRuns)
+	ca.GET("/runs/:run_id", require(ScopeRead), s.getRun)
+	ca.GET("/runs/:run_id/events", require(ScopeRead), s.runEvents)
+	ca.GET("/runs/:run_id/stream", require(ScopeRead), s.streamRun)
+	ca.POST("/runs/:run_id/cancel", require(ScopeWrite), s.cancelRun)
+	ca.POST("/runs/:run_id/resume", require(ScopeWrite), s.resumeRun)
+	return r
+}
+
+// requestID tags every request (X-Request-ID is echoed when sane).
+func requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-ID")
+	if id == "" || len(id) > 64 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id = "req_" + hex.EncodeToString(b[:])
+	}
+	c.Set("request_id", id)
+	c.Header("X-Request-ID", id)
+	c.Next()
+}
+
+func (s *Server) ready(c *gin.Context) {
+	code := http.StatusOK
+	dbState := "ok"
+	if err := s.deps.Store.Ping(c.Request.Context()); err != nil {
+		code, dbState = http.StatusServiceUnavailable, err.Error()
+	}
+	var plugins []gin.H
+	if s.deps.Plugins != nil {
+		for _, p := range s.deps.Plugins.Statuses() {
+			if p.State != pluginmgr.StateHealthy && p.State != pluginmgr.StateDisabled {
+				code = http.StatusServiceUnavailable
+			}
+			plugins = append(plugins, gin.H{"name": p.Name, "kind": p.Kind, "version": p.Version, "state": p.State, "reason": p.Reason, "restarts": p.Restarts})
+		}
+	}
+	c.JSON(code, gin.H{"database": dbState, "plugins": plugins})
+}
+
+// validID accepts the ids this host issues (and nothing that could be a
+// path or an injection): letters, digits, _ and -.
+func validID(id string) bool {
+	if id == "" || len(id) > 100 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// app loads the path's app if the caller's tenant owns it; another tenant's
+// app answers exactly like a missing one.
+func (s *Server) app(c *gin.Context) (store.App, bool) {
+	id := c.Param("app_id")
+	if !validID(id) {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "app_id", "malformed app id"))
+		return store.App{}, false
+	}
+	a, err := s.deps.Store.GetApp(c.Request.Context(), id)
+	if err == nil && a.TenantID != principal(c).TenantID {
+		err = core.Errf(core.CodeNotFound, "", "app %s not found", id)
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return store.App{}, false
+	}
+	return a, true
+}
+
+// run loads the path's run if it belongs to the path's app of the caller.
+func (s *Server) run(c *gin.Context) (*core.Run, bool) {
+	a, ok := s.app(c)
+	if !ok {
+		return nil, false
+	}
+	id := c.Param("run_id")
+	if !validID(id) {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "run_id", "malformed run id"))
+		return nil, false
+	}
+	r, err := s.deps.Store.GetRun(c.Request.Context(), id)
+	if err == nil && (r.AppID != a.ID || r.TenantID != a.TenantID) {
+		err = core.Errf(core.CodeNotFound, "", "run %s not found", id)
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return nil, false
+	}
+	return r, true
+}

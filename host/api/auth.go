@@ -1,0 +1,55 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/gin-gonic/gin"
+)
+
+// Scopes a token can carry.
+const (
+	ScopeRead  = "apps.read"
+	ScopeWrite = "apps.write"
+	ScopeAdmin = "admin"
+)
+
+const principalKey = "principal"
+
+// authenticate resolves the bearer token; no or bad token is 401.
+func (s *Server) authenticate(c *gin.Context) {
+	h := c.GetHeader("Authorization")
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || strings.TrimSpace(secret) == "" {
+		_ = c.Error(core.Errf(CodeUnauthenticated, "", "send Authorization: Bearer <token>"))
+		c.Abort()
+		return
+	}
+	p, err := s.deps.Store.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
+	if err != nil {
+		_ = c.Error(core.Errf(CodeUnauthenticated, "", "the token is unknown, expired or revoked"))
+		c.Abort()
+		return
+	}
+	c.Set(principalKey, p)
+	c.Next()
+}
+
+// require refuses a request whose token lacks scope (403).
+func require(scope string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !principal(c).Has(scope) {
+			_ = c.Error(core.Errf(CodeForbidden, "", "this token lacks the %s scope", scope))
+			c.Abort()
+			return
+		}
+		c.Next()
+	}
+}
+
+func principal(c *gin.Context) store.Principal {
+	p, _ := c.Get(principalKey)
+	pr, _ := p.(store.Principal)
+	return pr
+}

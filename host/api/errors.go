@@ -1,0 +1,124 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/gin-gonic/gin"
+	"github.com/hashicorp/go-hclog"
+)
+
+// API-level error codes (the domain's live in core).
+const (
+	CodeUnauthenticated = "UNAUTHENTICATED"
+	CodeForbidden       = "FORBIDDEN"
+	CodeTooLarge        = "REQUEST_TOO_LARGE"
+	CodeInternal        = "INTERNAL_ERROR"
+)
+
+// statusOf maps a code to its HTTP status: the one place that does.
+var statusOf = map[string]int{
+	core.CodeNotFound:                 http.StatusNotFound,
+	core.CodeInvalidRequest:           http.StatusBadRequest,
+	core.CodeModelUnavailable:         http.StatusBadRequest,
+	core.CodeEngineUnavailable:        http.StatusBadRequest,
+	core.CodeEngineUnsupportedRuntime: http.StatusBadRequest,
+	core.CodeSandboxRequired:          http.StatusBadRequest,
+	core.CodeSandboxUnavailable:       http.StatusBadRequest,
+	core.CodeRevisionConflict:         http.StatusConflict,
+	core.CodeRunNotPaused:             http.StatusConflict,
+	core.CodeRunFinished:              http.StatusConflict,
+	core.CodeHostShutdown:             http.StatusServiceUnavailable,
+	CodeUnauthenticated:               http.StatusUnauthorized,
+	CodeForbidden:                     http.StatusForbidden,
+	CodeTooLarge:                      http.StatusRequestEntityTooLarge,
+}
+
+// errorBody is the error envelope every failure answers with.
+type errorBody struct {
+	Detail struct {
+		Code      string `json:"code"`
+		Message   string `json:"message"`
+		Field     string `json:"field,omitempty"`
+		RequestID string `json:"request_id,omitempty"`
+	} `json:"detail"`
+}
+
+// errorMiddleware renders the first error a handler recorded with c.Error.
+// A failure that has no code is a 500 carrying the request id, which is in
+// the log with the cause.
+func errorMiddleware(log hclog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			if p := recover(); p != nil {
+				_ = c.Error(fmt.Errorf("panic: %v", p))
+				render(c, log)
+			}
+		}()
+		c.Next()
+		render(c, log)
+	}
+}
+
+func render(c *gin.Context, log hclog.Logger) {
+	if len(c.Errors) == 0 || c.Writer.Written() {
+		return
+	}
+	err := c.Errors[0].Err
+	var body errorBody
+	code := core.CodeOf(err)
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		body.Detail.Message, body.Detail.Field = ce.Message, ce.Field
+	}
+	if code == "" && errors.Is(err, store.ErrNotFound) {
+		code, body.Detail.Message = core.CodeNotFound, "not found"
+	}
+	status, known := statusOf[code]
+	if !known {
+		rid := c.GetString("request_id")
+		log.Error("request failed", "request_id", rid, "method", c.Request.Method, "path", c.FullPath(), "error", err)
+		status, code = http.StatusInternalServerError, CodeInternal
+		body.Detail.Message = "internal error; quote request_id " + rid + " when reporting it"
+		body.Detail.RequestID = rid
+	}
+	body.Detail.Code = code
+	c.AbortWithStatusJSON(status, body)
+}
+
+// maxJSONBody caps request bodies (apps with inline files get more).
+const maxJSONBody = 1 << 20
+
+// bindJSON decodes a body strictly: unknown fields, trailing data, a body
+// over limit and malformed JSON are all 4xx with a code, never a 500.
+func bindJSON(c *gin.Context, limit int64, v any) error {
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+	dec := json.NewDecoder(c.Request.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &tooBig):
+			return core.Errf(CodeTooLarge, "", "the request body is over %d bytes", limit)
+		case errors.Is(err, io.EOF):
+			return core.Errf(core.CodeInvalidRequest, "", "the request body is empty; send a JSON object")
+		case errors.As(err, &typeErr):
+			return core.Errf(core.CodeInvalidRequest, typeErr.Field, "field %s must be %s", typeErr.Field, typeErr.Type)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return core.Errf(core.CodeInvalidRequest, f, "unknown field %q", f)
+		}
+		return core.Errf(core.CodeInvalidRequest, "", "malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return core.Errf(core.CodeInvalidRequest, "", "the body holds more than one JSON value")
+	}
+	return nil
+}

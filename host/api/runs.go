@@ -1,0 +1,259 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/gin-gonic/gin"
+)
+
+// maxPromptChars bounds one prompt.
+const maxPromptChars = 100_000
+
+type createRunRequest struct {
+	Prompt         string  `json:"prompt"`
+	Engine         string  `json:"engine"`
+	BaseRevisionID string  `json:"base_revision_id"`
+	ModelID        *string `json:"model_id"`
+	ChatSessionID  string  `json:"chat_session_id"`
+}
+
+// runJSON is a run as the API shows it.
+type runJSON struct {
+	ID               string          `json:"id"`
+	AppID            string          `json:"app_id"`
+	Status           core.RunStatus  `json:"status"`
+	ExecutionEngine  string          `json:"execution_engine"`
+	ChatSessionID    string          `json:"chat_session_id,omitempty"`
+	BaseRevisionID   string          `json:"base_revision_id"`
+	ResultRevisionID string          `json:"result_revision_id,omitempty"`
+	RequestedModelID string          `json:"requested_model_id,omitempty"`
+	ResolvedModelID  string          `json:"resolved_model_id,omitempty"`
+	SandboxID        string          `json:"sandbox_id,omitempty"`
+	SandboxStatus    string          `json:"sandbox_status,omitempty"`
+	SandboxStartedAt *time.Time      `json:"sandbox_started_at,omitempty"`
+	PauseReason      string          `json:"pause_reason,omitempty"`
+	ErrorCode        string          `json:"error_code,omitempty"`
+	ErrorMessage     string          `json:"error_message,omitempty"`
+	OutputText       string          `json:"output_text,omitempty"`
+	Context          json.RawMessage `json:"context,omitempty"`
+	CreatedAt        time.Time       `json:"created_at"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	FinishedAt       *time.Time      `json:"finished_at,omitempty"`
+}
+
+func runOut(r *core.Run) runJSON {
+	return runJSON{
+		ID: r.ID, AppID: r.AppID, Status: r.Status, ExecutionEngine: r.Engine, ChatSessionID: r.ChatSessionID,
+		BaseRevisionID: r.BaseRevisionID, ResultRevisionID: r.ResultRevisionID,
+		RequestedModelID: r.RequestedModelID, ResolvedModelID: r.ResolvedModelID,
+		SandboxID: r.SandboxID, SandboxStatus: r.SandboxStatus, SandboxStartedAt: r.SandboxStartedAt,
+		PauseReason: r.PauseReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, OutputText: r.OutputText,
+		Context: r.Context, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+	}
+}
+
+// createRun validates the request against policy, pins what the run starts
+// from (the app's draft head) and hands it to the orchestrator.
+func (s *Server) createRun(c *gin.Context) {
+	a, ok := s.app(c)
+	if !ok {
+		return
+	}
+	var req createRunRequest
+	if err := bindJSON(c, maxJSONBody, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	req.Prompt = strings.TrimSpace(req.Prompt)
+	switch {
+	case req.Prompt == "":
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "prompt", "prompt is required"))
+		return
+	case len(req.Prompt) > maxPromptChars:
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "prompt", "prompt is over %d characters", maxPromptChars))
+		return
+	case req.ModelID != nil && *req.ModelID != "":
+		// Models are not configured on this host yet: any explicit id is
+		// unavailable.
+		_ = c.Error(core.Errf(core.CodeModelUnavailable, "model_id", "model %q is not available to this tenant", *req.ModelID))
+		return
+	case req.ChatSessionID != "":
+		_ = c.Error(core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", req.ChatSessionID))
+		return
+	case req.BaseRevisionID != "" && req.BaseRevisionID != a.DraftRevisionID:
+		_ = c.Error(core.Errf(core.CodeRevisionConflict, "base_revision_id", "the app's draft head is %s, not %s", a.DraftRevisionID, req.BaseRevisionID))
+		return
+	}
+	eng := req.Engine
+	if eng == "" {
+		eng = s.deps.DefaultEngine
+	}
+	ctx := c.Request.Context()
+	files, err := s.deps.Store.RevisionFiles(ctx, a.DraftRevisionID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	p := principal(c)
+	run, err := s.deps.Runs.Start(ctx, orchestrator.StartRequest{
+		TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, BaseRevisionID: a.DraftRevisionID,
+		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
+	})
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, runOut(run))
+}
+
+func (s *Server) getRun(c *gin.Context) {
+	r, ok := s.run(c)
+	if !ok {
+		return
+	}
+	c.JSON(http.StatusOK, runOut(r))
+}
+
+// listRuns pages newest first; next_cursor feeds ?cursor=.
+func (s *Server) listRuns(c *gin.Context) {
+	a, ok := s.app(c)
+	if !ok {
+		return
+	}
+	limit, err := intParam(c, "limit", 50, 1, 200)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	status := c.Query("status")
+	if status != "" && !core.RunStatus(status).Valid() {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "status", "unknown status %q", status))
+		return
+	}
+	cursor := c.Query("cursor")
+	if cursor != "" && !validID(cursor) {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "cursor", "malformed cursor"))
+		return
+	}
+	runs, err := s.deps.Store.ListRuns(c.Request.Context(), a.ID, status, cursor, limit+1)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	next := ""
+	if len(runs) > limit {
+		runs = runs[:limit]
+		next = runs[limit-1].ID
+	}
+	out := make([]runJSON, len(runs))
+	for i, r := range runs {
+		out[i] = runOut(r)
+	}
+	c.JSON(http.StatusOK, gin.H{"items": out, "next_cursor": next})
+}
+
+func intParam(c *gin.Context, name string, def, lo, hi int) (int, error) {
+	v := c.Query(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, core.Errf(core.CodeInvalidRequest, name, "%s must be an integer from %d to %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+// runEvents is the polling form of the stream.
+func (s *Server) runEvents(c *gin.Context) {
+	r, ok := s.run(c)
+	if !ok {
+		return
+	}
+	after, err := seqParam(c.Query("after_seq"))
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	limit, err := intParam(c, "limit", 500, 1, 1000)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	evs, err := s.deps.Store.ListEvents(c.Request.Context(), r.ID, r.AppID, after, limit)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	next, done := after, false
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+		done = evs[len(evs)-1].Event.Terminal()
+	}
+	c.JSON(http.StatusOK, gin.H{"items": evs, "next_after_seq": next, "done": done})
+}
+
+func seqParam(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, core.Errf(core.CodeInvalidRequest, "after_seq", "after_seq must be a non-negative integer")
+	}
+	return n, nil
+}
+
+func (s *Server) cancelRun(c *gin.Context) {
+	r, ok := s.run(c)
+	if !ok {
+		return
+	}
+	if r.Status.Terminal() {
+		_ = c.Error(core.Errf(core.CodeRunFinished, "", "run %s is already %s", r.ID, r.Status))
+		return
+	}
+	if err := s.deps.Runs.Cancel(c.Request.Context(), r.ID); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusAccepted, gin.H{"id": r.ID, "status": "cancelling"})
+}
+
+type resumeRequest struct {
+	// Decision is "allow" or "deny" for the pending permission.
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+func (s *Server) resumeRun(c *gin.Context) {
+	r, ok := s.run(c)
+	if !ok {
+		return
+	}
+	var req resumeRequest
+	if err := bindJSON(c, maxJSONBody, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if req.Decision != "allow" && req.Decision != "deny" {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "decision", `decision must be "allow" or "deny"`))
+		return
+	}
+	if r.Status != core.RunPaused {
+		_ = c.Error(core.Errf(core.CodeRunNotPaused, "", "run %s is %s, not paused", r.ID, r.Status))
+		return
+	}
+	if err := s.deps.Runs.Resume(c.Request.Context(), r.ID, engine.PermissionDecision{Allow: req.Decision == "allow", Reason: req.Reason}); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusAccepted, gin.H{"id": r.ID, "status": "resuming"})
+}

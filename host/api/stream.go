@@ -1,0 +1,85 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// streamPage is how many events one read of the log serves.
+const streamPage = 500
+
+// streamRun serves a run's events as Server-Sent Events from the durable
+// log: `id: <seq>`, `event: <type>`, `data: <envelope>`. Last-Event-ID (or
+// ?after_seq=) resumes exactly after the last event a client saw. A finished
+// run's stream replays and closes. The handler never holds events in memory
+// for a slow client: it reads the next page from the log when it can write.
+func (s *Server) streamRun(c *gin.Context) {
+	r, ok := s.run(c)
+	if !ok {
+		return
+	}
+	from := c.GetHeader("Last-Event-ID")
+	if from == "" {
+		from = c.Query("after_seq")
+	}
+	after, err := seqParam(from)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	ctx := c.Request.Context()
+	// Subscribe before the first read so that no append between the read
+	// and the wait goes unnoticed.
+	wake, stop := s.deps.Hub.Subscribe(r.ID)
+	defer stop()
+
+	w := c.Writer
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+
+	heartbeat := time.NewTicker(s.deps.Heartbeat)
+	defer heartbeat.Stop()
+	for {
+		evs, err := s.deps.Store.ListEvents(ctx, r.ID, r.AppID, after, streamPage)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("stream read", "run", r.ID, "error", err)
+			}
+			return
+		}
+		for _, e := range evs {
+			data, _ := json.Marshal(e)
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Event, data); err != nil {
+				return
+			}
+			after = e.Seq
+			if e.Event.Terminal() {
+				w.Flush()
+				return
+			}
+		}
+		w.Flush()
+		if len(evs) == streamPage {
+			continue // more is already in the log
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-heartbeat.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			w.Flush()
+		}
+	}
+}
