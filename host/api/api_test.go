@@ -1,0 +1,249 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slowScript streams ~300 deltas over ~300 ms so a client can drop in the
+// middle.
+func slowScript() string {
+	var b strings.Builder
+	b.WriteString("say start\n")
+	for i := 0; i < 15; i++ {
+		b.WriteString("deltas 20\nsleep 20ms\n")
+	}
+	b.WriteString("say end")
+	return b.String()
+}
+
+func seqs(fs []frame) []int {
+	out := make([]int, len(fs))
+	for i, f := range fs {
+		out[i], _ = strconv.Atoi(f.ID)
+	}
+	return out
+}
+
+func TestStreamResumesWithoutGapOrDuplicate(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		run := e.createRun(e.tokenA, app, slowScript())
+
+		// Read until seq 15, then drop the connection mid-run.
+		resp := e.openStream(e.tokenA, app, run.ID, "")
+		first, ended := readSSE(t, resp, func(f frame) bool { return f.ID == "15" })
+		resp.Body.Close()
+		require.False(t, ended, "the run ended before the drop; make the script slower")
+
+		resp = e.openStream(e.tokenA, app, run.ID, first[len(first)-1].ID)
+		rest, ended := readSSE(t, resp, nil)
+		resp.Body.Close()
+		require.True(t, ended, "the stream of a finished run closes")
+
+		all := append(first, rest...)
+		for i, s := range seqs(all) {
+			require.Equal(t, i+1, s, "gap or duplicate at %d", i)
+		}
+		assert.Equal(t, "run.completed", all[len(all)-1].Event)
+		assert.Equal(t, "run.accepted", all[0].Event)
+		assert.Contains(t, all[1].Data, `"run_id":"`+run.ID+`"`, "data is the envelope")
+
+		// A finished run's stream replays everything and closes; after_seq
+		// works like Last-Event-ID.
+		resp = e.openStream(e.tokenA, app, run.ID, "")
+		replay, ended := readSSE(t, resp, nil)
+		resp.Body.Close()
+		assert.True(t, ended)
+		assert.Equal(t, seqs(all), seqs(replay))
+		var page struct {
+			Items []struct {
+				Seq int `json:"seq"`
+			} `json:"items"`
+			NextAfterSeq int  `json:"next_after_seq"`
+			Done         bool `json:"done"`
+		}
+		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", fmt.Sprintf("/admin/apps/%s/coding-agent/runs/%s/events?after_seq=%d&limit=5", app, run.ID, len(all)-3), nil, &page))
+		require.Len(t, page.Items, 3)
+		assert.Equal(t, len(all), page.NextAfterSeq)
+		assert.True(t, page.Done)
+	})
+}
+
+func TestTwentySubscribersSeeTheSameSequence(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		run := e.createRun(e.tokenA, app, slowScript())
+		results := make([][]frame, 20)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp := e.openStream(e.tokenA, app, run.ID, "")
+				defer resp.Body.Close()
+				results[i], _ = readSSE(t, resp, nil)
+			}()
+		}
+		wg.Wait()
+		require.NotEmpty(t, results[0])
+		assert.Equal(t, "run.completed", results[0][len(results[0])-1].Event)
+		for i := 1; i < len(results); i++ {
+			assert.Equal(t, results[0], results[i], "subscriber %d saw a different stream", i)
+		}
+	})
+}
+
+func TestUnwatchedRunCompletes(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		run := e.createRun(e.tokenA, app, "say nobody is watching")
+		final := e.waitRun(app, run.ID)
+		assert.Equal(t, "completed", final.Status)
+		assert.Equal(t, "nobody is watching", final.OutputText)
+	})
+}
+
+func TestPermissionResumeAndCancelOverHTTP(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		base := "/admin/apps/" + app + "/coding-agent/runs/"
+		run := e.createRun(e.tokenA, app, "ask deploy Deploy?\nsay after")
+		resp := e.openStream(e.tokenA, app, run.ID, "")
+		readSSE(t, resp, func(f frame) bool { return f.Event == "run.paused" })
+		resp.Body.Close()
+
+		var er apiError
+		assert.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", base+run.ID+"/resume", map[string]string{"decision": "maybe"}, &er))
+		assert.Equal(t, "decision", er.Detail.Field)
+		assert.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+run.ID+"/resume", map[string]string{"decision": "allow"}, nil))
+		assert.Equal(t, "completed", e.waitRun(app, run.ID).Status)
+		assert.Equal(t, http.StatusConflict, e.do(e.tokenA, "POST", base+run.ID+"/resume", map[string]string{"decision": "allow"}, &er))
+		assert.Equal(t, "RUN_NOT_PAUSED", er.Detail.Code)
+
+		run = e.createRun(e.tokenA, app, "say working\nsleep 60s")
+		resp = e.openStream(e.tokenA, app, run.ID, "")
+		readSSE(t, resp, func(f frame) bool { return f.Event == "assistant.delta" })
+		resp.Body.Close()
+		assert.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+run.ID+"/cancel", nil, nil))
+		assert.Equal(t, "cancelled", e.waitRun(app, run.ID).Status)
+		assert.Equal(t, http.StatusConflict, e.do(e.tokenA, "POST", base+run.ID+"/cancel", nil, &er))
+		assert.Equal(t, "RUN_FINISHED", er.Detail.Code)
+	})
+}
+
+func TestErrorContract(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		runs := "/admin/apps/" + app + "/coding-agent/runs"
+		big := `{"prompt":"` + strings.Repeat("x", 2<<20) + `"}`
+		cases := []struct {
+			name, token, method, path string
+			body                      any
+			status                    int
+			code, field               string
+		}{
+			{"no token", "", "GET", runs, nil, 401, "UNAUTHENTICATED", ""},
+			{"bad token", "nope", "GET", runs, nil, 401, "UNAUTHENTICATED", ""},
+			{"missing scope", e.readA, "POST", runs, map[string]string{"prompt": "x"}, 403, "FORBIDDEN", ""},
+			{"malformed json", e.tokenA, "POST", runs, `{"prompt":`, 400, "INVALID_REQUEST", ""},
+			{"unknown field", e.tokenA, "POST", runs, `{"prompt":"x","colour":1}`, 400, "INVALID_REQUEST", "colour"},
+			{"wrong type", e.tokenA, "POST", runs, `{"prompt":7}`, 400, "INVALID_REQUEST", "prompt"},
+			{"two values", e.tokenA, "POST", runs, `{"prompt":"x"}{}`, 400, "INVALID_REQUEST", ""},
+			{"empty body", e.tokenA, "POST", runs, ``, 400, "INVALID_REQUEST", ""},
+			{"empty prompt", e.tokenA, "POST", runs, map[string]string{"prompt": "  "}, 400, "INVALID_REQUEST", "prompt"},
+			{"oversized", e.tokenA, "POST", runs, big, 413, "REQUEST_TOO_LARGE", ""},
+			{"malformed app id", e.tokenA, "GET", "/admin/apps/app%24x/coding-agent/runs", nil, 400, "INVALID_REQUEST", "app_id"},
+			{"path traversal", e.tokenA, "GET", "/admin/apps/..%2f..%2fetc/coding-agent/runs", nil, 404, "NOT_FOUND", ""},
+			{"malformed run id", e.tokenA, "GET", runs + "/run$1", nil, 400, "INVALID_REQUEST", "run_id"},
+			{"missing run", e.tokenA, "GET", runs + "/run_nope", nil, 404, "NOT_FOUND", ""},
+			{"missing app", e.tokenA, "GET", "/admin/apps/app_nope/coding-agent/runs", nil, 404, "NOT_FOUND", ""},
+			{"unknown route", e.tokenA, "GET", "/admin/nothing", nil, 404, "NOT_FOUND", ""},
+			{"bad after_seq", e.tokenA, "GET", runs + "/run_x/events?after_seq=-1", nil, 404, "NOT_FOUND", ""},
+			{"bad status filter", e.tokenA, "GET", runs + "?status=exploded", nil, 400, "INVALID_REQUEST", "status"},
+			{"bad limit", e.tokenA, "GET", runs + "?limit=0", nil, 400, "INVALID_REQUEST", "limit"},
+			{"stale base revision", e.tokenA, "POST", runs, map[string]string{"prompt": "x", "base_revision_id": "rev_old"}, 409, "REVISION_CONFLICT", "base_revision_id"},
+			{"unavailable model", e.tokenA, "POST", runs, map[string]any{"prompt": "x", "model_id": "gpt-x"}, 400, "CODING_AGENT_MODEL_UNAVAILABLE", "model_id"},
+			{"unavailable engine", e.tokenA, "POST", runs, map[string]string{"prompt": "x", "engine": "opencode"}, 400, "CODING_AGENT_ENGINE_UNAVAILABLE", "engine"},
+			{"unknown chat session", e.tokenA, "POST", runs, map[string]string{"prompt": "x", "chat_session_id": "cs_nope"}, 404, "NOT_FOUND", "chat_session_id"},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				var er apiError
+				got := e.do(tc.token, tc.method, tc.path, tc.body, &er)
+				assert.Equal(t, tc.status, got)
+				assert.Equal(t, tc.code, er.Detail.Code, er.Detail.Message)
+				assert.Equal(t, tc.field, er.Detail.Field)
+				assert.NotEmpty(t, er.Detail.Message)
+			})
+		}
+	})
+}
+
+// TestCrossTenantMatrix: every route with another tenant's token answers 404
+// exactly like a missing resource, and nothing changes in the database.
+func TestCrossTenantMatrix(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		run := e.createRun(e.tokenA, app, "ask deploy Deploy?\nsay after")
+		resp := e.openStream(e.tokenA, app, run.ID, "")
+		readSSE(t, resp, func(f frame) bool { return f.Event == "run.paused" })
+		resp.Body.Close()
+		ctx := context.Background()
+		before, err := e.h.Store.GetRun(ctx, run.ID)
+		require.NoError(t, err)
+		evsBefore, err := e.h.Store.ListEvents(ctx, run.ID, app, 0, 0)
+		require.NoError(t, err)
+
+		base := "/admin/apps/" + app
+		r := base + "/coding-agent/runs/" + run.ID
+		routes := []struct {
+			method, path string
+			body         any
+		}{
+			{"GET", base, nil},
+			{"GET", base + "/coding-agent/runs", nil},
+			{"POST", base + "/coding-agent/runs", map[string]string{"prompt": "say pwned"}},
+			{"GET", r, nil},
+			{"GET", r + "/events", nil},
+			{"GET", r + "/stream", nil},
+			{"POST", r + "/cancel", nil},
+			{"POST", r + "/resume", map[string]string{"decision": "allow"}},
+		}
+		for _, rt := range routes {
+			var foreign, missing apiError
+			got := e.do(e.tokenB, rt.method, rt.path, rt.body, &foreign)
+			assert.Equal(t, http.StatusNotFound, got, "%s %s", rt.method, rt.path)
+			assert.Equal(t, "NOT_FOUND", foreign.Detail.Code, "%s %s", rt.method, rt.path)
+			// The same route on an id that does not exist answers alike.
+			gone := strings.Replace(strings.Replace(rt.path, app, "app_missing", 1), run.ID, "run_missing", 1)
+			e.do(e.tokenA, rt.method, gone, rt.body, &missing)
+			assert.Equal(t, missing.Detail.Code, foreign.Detail.Code)
+		}
+		var list struct {
+			Items []any `json:"items"`
+		}
+		require.Equal(t, http.StatusOK, e.do(e.tokenB, "GET", "/admin/apps", nil, &list))
+		assert.Empty(t, list.Items, "another tenant's apps are not listed")
+
+		after, err := e.h.Store.GetRun(ctx, run.ID)
+		require.NoError(t, err)
+		assert.Equal(t, before.Status, after.Status)
+		assert.Equal(t, before.UpdatedAt, after.UpdatedAt)
+		evsAfter, err := e.h.Store.ListEvents(ctx, run.ID, app, 0, 0)
+		require.NoError(t, err)
+		assert.Equal(t, len(evsBefore), len(evsAfter))
+		runs, err := e.h.Store.ListRuns(ctx, app, "", "", 10)
+		require.NoError(t, err)
+		assert.Len(t, runs, 1, "no run was created by the foreign tenant")
+		require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", r+"/cancel", nil, nil))
+	})
+}

@@ -1,0 +1,260 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/hashicorp/go-hclog"
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agenthost-api-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cmd := exec.Command("go", "build", "-o", dir+"/",
+		"github.com/agenthost/agenthost/cmd/agenthost-engine-mock",
+		"github.com/agenthost/agenthost/cmd/agenthost-sandbox-local",
+		"github.com/agenthost/agenthost/cmd/agenthost-toolpack-patch")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build plugins:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is a running host behind a real HTTP server, with tokens for two
+// tenants.
+type env struct {
+	t      *testing.T
+	h      *hostapp.Host
+	srv    *httptest.Server
+	tokenA string // admin of tenant "default"
+	tokenB string // admin of tenant "other"
+	readA  string // apps.read only, tenant "default"
+}
+
+func pluginConfigDir(t *testing.T) string {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"mock":  "plugin \"mock\" {\n kind = \"engine\"\n command = \"agenthost-engine-mock\"\n}\n",
+		"local": "plugin \"local\" {\n kind = \"sandbox\"\n command = \"agenthost-sandbox-local\"\n}\n",
+		"patch": "plugin \"patch\" {\n kind = \"toolpack\"\n command = \"agenthost-toolpack-patch\"\n}\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".hcl"), []byte(body), 0o644))
+	}
+	return dir
+}
+
+func freshPostgres(t *testing.T) string {
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("TEST_DATABASE_URL not set: PostgreSQL API tests skipped (.ci/run sets it)")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "api_" + hex.EncodeToString(b[:])
+	admin, err := sqlx.Open("postgres", base)
+	require.NoError(t, err)
+	_, err = admin.Exec("CREATE SCHEMA " + schema)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE"); admin.Close() })
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// eachDialect runs fn against a host on SQLite and on PostgreSQL.
+func eachDialect(t *testing.T, fn func(e *env)) {
+	for _, d := range []string{"sqlite", "postgres"} {
+		t.Run(d, func(t *testing.T) {
+			dataDir := t.TempDir()
+			cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: pluginConfigDir(t), DatabaseURL: filepath.Join(dataDir, "a.db")}
+			if d == "postgres" {
+				cfg.DatabaseURL = freshPostgres(t)
+			}
+			t.Setenv("AGENTHOST_BOOTSTRAP_TOKEN", "token-a")
+			ctx := context.Background()
+			h, err := hostapp.Start(ctx, cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}))
+			require.NoError(t, err)
+			srv := httptest.NewServer(h.Handler)
+			t.Cleanup(func() {
+				srv.Close()
+				cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				h.Close(cctx)
+			})
+			require.NoError(t, h.Store.EnsureTenant(ctx, "other", "Other"))
+			ub, err := h.Store.EnsureUser(ctx, "other", "usr_b", "b@other")
+			require.NoError(t, err)
+			_, err = h.Store.CreateToken(ctx, "other", ub, "b", "token-b", []string{"admin"})
+			require.NoError(t, err)
+			_, err = h.Store.CreateToken(ctx, hostapp.DefaultTenant, "usr_admin", "ro", "token-read", []string{"apps.read"})
+			require.NoError(t, err)
+			fn(&env{t: t, h: h, srv: srv, tokenA: "token-a", tokenB: "token-b", readA: "token-read"})
+		})
+	}
+}
+
+// do sends a request and decodes a JSON answer into out (when not nil).
+func (e *env) do(token, method, path string, body any, out any) int {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		js, err := json.Marshal(b)
+		require.NoError(e.t, err)
+		rd = strings.NewReader(string(js))
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	require.NoError(e.t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	if out != nil && len(raw) > 0 {
+		require.NoError(e.t, json.Unmarshal(raw, out), "body: %s", raw)
+	}
+	return resp.StatusCode
+}
+
+type apiError struct {
+	Detail struct {
+		Code, Message, Field string
+	} `json:"detail"`
+}
+
+func (e *env) createApp(token string) string {
+	e.t.Helper()
+	var app struct{ ID string }
+	require.Equal(e.t, http.StatusCreated, e.do(token, "POST", "/admin/apps", map[string]any{"name": "demo", "files": map[string]string{"index.html": "<h1>hi</h1>\n"}}, &app))
+	return app.ID
+}
+
+type runOut struct {
+	ID, Status, ErrorCode, OutputText, BaseRevisionID string
+}
+
+func (r *runOut) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		ID             string `json:"id"`
+		Status         string `json:"status"`
+		ErrorCode      string `json:"error_code"`
+		OutputText     string `json:"output_text"`
+		BaseRevisionID string `json:"base_revision_id"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*r = runOut{raw.ID, raw.Status, raw.ErrorCode, raw.OutputText, raw.BaseRevisionID}
+	return nil
+}
+
+func (e *env) createRun(token, appID, prompt string) runOut {
+	e.t.Helper()
+	var r runOut
+	require.Equal(e.t, http.StatusCreated, e.do(token, "POST", "/admin/apps/"+appID+"/coding-agent/runs", map[string]any{"prompt": prompt}, &r))
+	return r
+}
+
+// waitRun polls GET until the run is finished.
+func (e *env) waitRun(appID, runID string) runOut {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		var r runOut
+		require.Equal(e.t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+appID+"/coding-agent/runs/"+runID, nil, &r))
+		switch r.Status {
+		case "completed", "failed", "cancelled":
+			return r
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.t.Fatalf("run %s did not finish", runID)
+	return runOut{}
+}
+
+// frame is one SSE event.
+type frame struct {
+	ID, Event, Data string
+}
+
+// readSSE reads frames until the stream ends or stop says so; it returns
+// the frames and whether the stream ended by itself.
+func readSSE(t *testing.T, resp *http.Response, stop func(frame) bool) ([]frame, bool) {
+	t.Helper()
+	var out []frame
+	var cur frame
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.Event != "" {
+				out = append(out, cur)
+				if stop != nil && stop(cur) {
+					return out, false
+				}
+			}
+			cur = frame{}
+		case strings.HasPrefix(line, "id: "):
+			cur.ID = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			cur.Event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.Data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	return out, true
+}
+
+func (e *env) openStream(token, appID, runID, lastEventID string) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequest("GET", e.srv.URL+"/admin/apps/"+appID+"/coding-agent/runs/"+runID+"/stream", nil)
+	require.NoError(e.t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	require.Equal(e.t, http.StatusOK, resp.StatusCode)
+	require.Equal(e.t, "text/event-stream", resp.Header.Get("Content-Type"))
+	return resp
+}
+
