@@ -257,4 +257,3 @@ func (e *env) openStream(token, appID, runID, lastEventID string) *http.Response
 	require.Equal(e.t, "text/event-stream", resp.Header.Get("Content-Type"))
 	return resp
 }
-
