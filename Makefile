@@ -17,7 +17,13 @@ build:
 	@mkdir -p $(BIN)/plugins
 	@for p in $(PLUGINS); do $(GO) build -o $(BIN)/plugins/$$p ./cmd/$$p || exit 1; done
 
+# A local token for the quick start; the host listens on 127.0.0.1 only by
+# default. Set your own (or none) for anything shared.
+AGENTHOST_BOOTSTRAP_TOKEN ?= dev-token
+export AGENTHOST_BOOTSTRAP_TOKEN
+
 run: build
+	@echo "agenthost: API token for this host: $$AGENTHOST_BOOTSTRAP_TOKEN (Authorization: Bearer ...)"
 	$(BIN)/agenthost serve
 
 test: build
