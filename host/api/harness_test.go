@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 // env is a running host behind a real HTTP server, with tokens for two
 // tenants.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	h      *hostapp.Host
 	srv    *httptest.Server
 	tokenA string // admin of tenant "default"
@@ -59,7 +59,7 @@ type env struct {
 	readA  string // apps.read only, tenant "default"
 }
 
-func pluginConfigDir(t *testing.T) string {
+func pluginConfigDir(t testing.TB) string {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"mock":  "plugin \"mock\" {\n kind = \"engine\"\n command = \"agenthost-engine-mock\"\n}\n",
@@ -71,7 +71,7 @@ func pluginConfigDir(t *testing.T) string {
 	return dir
 }
 
-func freshPostgres(t *testing.T) string {
+func freshPostgres(t testing.TB) string {
 	base := os.Getenv("TEST_DATABASE_URL")
 	if base == "" {
 		t.Skip("TEST_DATABASE_URL not set: PostgreSQL API tests skipped (.ci/run sets it)")
@@ -94,33 +94,36 @@ func freshPostgres(t *testing.T) string {
 // eachDialect runs fn against a host on SQLite and on PostgreSQL.
 func eachDialect(t *testing.T, fn func(e *env)) {
 	for _, d := range []string{"sqlite", "postgres"} {
-		t.Run(d, func(t *testing.T) {
-			dataDir := t.TempDir()
-			cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: pluginConfigDir(t), DatabaseURL: filepath.Join(dataDir, "a.db")}
-			if d == "postgres" {
-				cfg.DatabaseURL = freshPostgres(t)
-			}
-			t.Setenv("AGENTHOST_BOOTSTRAP_TOKEN", "token-a")
-			ctx := context.Background()
-			h, err := hostapp.Start(ctx, cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}))
-			require.NoError(t, err)
-			srv := httptest.NewServer(h.Handler)
-			t.Cleanup(func() {
-				srv.Close()
-				cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				defer cancel()
-				h.Close(cctx)
-			})
-			require.NoError(t, h.Store.EnsureTenant(ctx, "other", "Other"))
-			ub, err := h.Store.EnsureUser(ctx, "other", "usr_b", "b@other")
-			require.NoError(t, err)
-			_, err = h.Store.CreateToken(ctx, "other", ub, "b", "token-b", []string{"admin"})
-			require.NoError(t, err)
-			_, err = h.Store.CreateToken(ctx, hostapp.DefaultTenant, "usr_admin", "ro", "token-read", []string{"apps.read"})
-			require.NoError(t, err)
-			fn(&env{t: t, h: h, srv: srv, tokenA: "token-a", tokenB: "token-b", readA: "token-read"})
-		})
+		t.Run(d, func(t *testing.T) { fn(startEnv(t, d)) })
 	}
+}
+
+// startEnv starts a host on a fresh database of the dialect.
+func startEnv(t testing.TB, dialect string) *env {
+	dataDir := t.TempDir()
+	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: pluginConfigDir(t), DatabaseURL: filepath.Join(dataDir, "a.db")}
+	if dialect == "postgres" {
+		cfg.DatabaseURL = freshPostgres(t)
+	}
+	t.Setenv("AGENTHOST_BOOTSTRAP_TOKEN", "token-a")
+	ctx := context.Background()
+	h, err := hostapp.Start(ctx, cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}))
+	require.NoError(t, err)
+	srv := httptest.NewServer(h.Handler)
+	t.Cleanup(func() {
+		srv.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		h.Close(cctx)
+	})
+	require.NoError(t, h.Store.EnsureTenant(ctx, "other", "Other"))
+	ub, err := h.Store.EnsureUser(ctx, "other", "usr_b", "b@other")
+	require.NoError(t, err)
+	_, err = h.Store.CreateToken(ctx, "other", ub, "b", "token-b", []string{"admin"})
+	require.NoError(t, err)
+	_, err = h.Store.CreateToken(ctx, hostapp.DefaultTenant, "usr_admin", "ro", "token-read", []string{"apps.read"})
+	require.NoError(t, err)
+	return &env{t: t, h: h, srv: srv, tokenA: "token-a", tokenB: "token-b", readA: "token-read"}
 }
 
 // do sends a request and decodes a JSON answer into out (when not nil).
@@ -211,11 +214,13 @@ func (e *env) waitRun(appID, runID string) runOut {
 // frame is one SSE event.
 type frame struct {
 	ID, Event, Data string
+	// at is when the frame was fully read.
+	at time.Time
 }
 
 // readSSE reads frames until the stream ends or stop says so; it returns
 // the frames and whether the stream ended by itself.
-func readSSE(t *testing.T, resp *http.Response, stop func(frame) bool) ([]frame, bool) {
+func readSSE(t testing.TB, resp *http.Response, stop func(frame) bool) ([]frame, bool) {
 	t.Helper()
 	var out []frame
 	var cur frame
@@ -226,6 +231,7 @@ func readSSE(t *testing.T, resp *http.Response, stop func(frame) bool) ([]frame,
 		switch {
 		case line == "":
 			if cur.Event != "" {
+				cur.at = time.Now()
 				out = append(out, cur)
 				if stop != nil && stop(cur) {
 					return out, false

@@ -49,12 +49,16 @@ func (s *Server) streamRun(c *gin.Context) {
 	heartbeat := time.NewTicker(s.deps.Heartbeat)
 	defer heartbeat.Stop()
 	for {
-		evs, err := s.deps.Store.ListEvents(ctx, r.ID, r.AppID, after, streamPage)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("stream read", "run", r.ID, "error", err)
+		evs, ok := s.deps.Hub.Since(r.ID, after, streamPage)
+		if !ok {
+			var err error
+			evs, err = s.deps.Store.ListEvents(ctx, r.ID, r.AppID, after, streamPage)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Error("stream read", "run", r.ID, "error", err)
+				}
+				return
 			}
-			return
 		}
 		for _, e := range evs {
 			data, _ := json.Marshal(e)

@@ -64,7 +64,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		return nil, err
 	}
 	hub := api.NewHub()
-	st.OnAppend(func(e core.Envelope) { hub.Notify(e.RunID) })
+	st.OnAppend(hub.Publish)
 	handler := api.New(api.Deps{
 		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log,
 		DefaultEngine: envOr("APPS_CODING_AGENT_DEFAULT_ENGINE", "mock"), DefaultSandbox: envOr("AGENTHOST_DEFAULT_SANDBOX", "local"),

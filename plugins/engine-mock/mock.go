@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,17 +93,35 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 			}
 		case "deltas":
 			for i := 0; i < o.n; i++ {
+				// Checked per delta as well: a large count must not delay
+				// a cancel until the whole batch is out.
+				if ctx.Err() != nil {
+					return engine.Cancelled(), nil
+				}
 				if err := host.Emit(engine.Delta("x")); err != nil {
 					return engine.Result{}, err
 				}
 			}
 			said.WriteString(strings.Repeat("x", o.n))
+		case "stamps":
+			// Each delta carries its emit time (unix ns) so a client on the
+			// same machine can measure delivery latency end to end.
+			for i := 0; i < o.n; i++ {
+				if err := host.Emit(engine.Delta(strconv.FormatInt(time.Now().UnixNano(), 10) + " ")); err != nil {
+					return engine.Result{}, err
+				}
+			}
 		case "tool":
 			if res, ok := callTool(o.tool, o.json); !ok {
 				return res, nil
 			}
 		case "tools":
 			for i := 0; i < o.n; i++ {
+				// A host may answer calls without looking at ctx, so a
+				// cancel is checked between calls too.
+				if ctx.Err() != nil {
+					return engine.Cancelled(), nil
+				}
 				if res, ok := callTool(o.tool, o.json); !ok {
 					return res, nil
 				}
@@ -143,6 +162,9 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 		case "checkpoint":
 			b, _ := json.Marshal(checkpoint{NextLine: o.line + 1})
 			if err := host.SaveState(ctx, b); err != nil {
+				if ctx.Err() != nil {
+					return engine.Cancelled(), nil
+				}
 				return engine.Failed("MOCK_STATE_ERROR", err.Error()), nil
 			}
 		case "crash":

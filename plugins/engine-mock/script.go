@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // op is one script command.
@@ -21,7 +22,7 @@ type op struct {
 }
 
 var commands = map[string]bool{
-	"say": true, "deltas": true, "tool": true, "tools": true, "sleep": true, "hang": true,
+	"say": true, "deltas": true, "stamps": true, "tool": true, "tools": true, "sleep": true, "hang": true,
 	"fail": true, "ask": true, "status": true, "checkpoint": true, "crash": true,
 }
 
@@ -31,6 +32,9 @@ func parse(prompt string) (ops []op, ok bool, err error) {
 	lines := strings.Split(prompt, "\n")
 	first := true
 	for i, raw := range lines {
+		// A prompt typed on Windows ends its lines with \r\n; the \r is
+		// not part of any command or text.
+		raw = strings.TrimSuffix(raw, "\r")
 		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
@@ -51,8 +55,8 @@ func parse(prompt string) (ops []op, ok bool, err error) {
 		case "say":
 			// The text keeps its inner spacing; the leading space after the
 			// command is the separator.
-			o.text = strings.TrimPrefix(strings.TrimLeft(raw, " \t")[len("say"):], " ")
-		case "deltas":
+			o.text = strings.TrimPrefix(strings.TrimLeftFunc(raw, unicode.IsSpace)[len("say"):], " ")
+		case "deltas", "stamps":
 			n, err := strconv.Atoi(rest)
 			if err != nil || n < 0 {
 				return bad("want a count, got %q", rest)

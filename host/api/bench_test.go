@@ -1,0 +1,116 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration, unit string) {
+	b.ReportMetric(float64(percentile(d, 0.50).Microseconds()), "p50-µs"+unit)
+	b.ReportMetric(float64(percentile(d, 0.99).Microseconds()), "p99-µs"+unit)
+}
+
+// BenchmarkCreateRun: POST …/runs until the 201, which the host sends once
+// run.accepted is in the log (SQLite, mock engine, real plugins).
+func BenchmarkCreateRun(b *testing.B) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		b.Run(dialect, func(b *testing.B) {
+			e := startEnv(b, dialect)
+			app := e.createApp(e.tokenA)
+			path := "/admin/apps/" + app + "/coding-agent/runs"
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				var r runOut
+				if code := e.do(e.tokenA, "POST", path, map[string]string{"prompt": "say ok"}, &r); code != http.StatusCreated {
+					b.Fatalf("create run: %d", code)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			reportPercentiles(b, lat, "")
+		})
+	}
+}
+
+// pacedStamps gives the client 300 ms to attach, then emits one stamped
+// delta every 10 ms: latency, not a backlog, is what gets measured.
+func pacedStamps(n int) string {
+	var b strings.Builder
+	b.WriteString("sleep 300ms\n")
+	for i := 0; i < n; i++ {
+		b.WriteString("stamps 1\nsleep 10ms\n")
+	}
+	return b.String()
+}
+
+// BenchmarkEventDelivery: the engine stamps each delta with its emit time;
+// an SSE client per run measures emit → read, with `runs` runs streaming at
+// once (100 events/s each).
+func BenchmarkEventDelivery(b *testing.B) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		for _, runs := range []int{1, 50} {
+			b.Run(fmt.Sprintf("%s/runs=%d", dialect, runs), func(b *testing.B) {
+				e := startEnv(b, dialect)
+				app := e.createApp(e.tokenA)
+				const perRun = 50
+				var mu sync.Mutex
+				var lat []time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					var wg sync.WaitGroup
+					for r := 0; r < runs; r++ {
+						run := e.createRun(e.tokenA, app, pacedStamps(perRun))
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							resp := e.openStream(e.tokenA, app, run.ID, "")
+							defer resp.Body.Close()
+							frames, _ := readSSE(b, resp, nil)
+							var local []time.Duration
+							for _, f := range frames {
+								if f.Event != "assistant.delta" {
+									continue
+								}
+								var env struct {
+									Payload struct {
+										Text string `json:"text"`
+									} `json:"payload"`
+								}
+								require.NoError(b, json.Unmarshal([]byte(f.Data), &env))
+								ns, err := strconv.ParseInt(strings.TrimSpace(env.Payload.Text), 10, 64)
+								require.NoError(b, err)
+								local = append(local, f.at.Sub(time.Unix(0, ns)))
+							}
+							mu.Lock()
+							lat = append(lat, local...)
+							mu.Unlock()
+						}()
+					}
+					wg.Wait()
+				}
+				b.StopTimer()
+				reportPercentiles(b, lat, "/event")
+			})
+		}
+	}
+}

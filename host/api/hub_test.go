@@ -1,0 +1,64 @@
+package api
+
+import (
+	"testing"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/stretchr/testify/assert"
+)
+
+func ev(seq int64) core.Envelope { return core.Envelope{RunID: "r", Seq: seq} }
+
+func seqsOf(es []core.Envelope) []int64 {
+	out := []int64{}
+	for _, e := range es {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func TestHubTail(t *testing.T) {
+	h := NewHub()
+	h.Publish(ev(1)) // nobody watches: not kept
+	_, ok := h.Since("r", 0, 10)
+	assert.False(t, ok, "an unwatched run has no tail: read the log")
+
+	wake, stop := h.Subscribe("r")
+	_, ok = h.Since("r", 0, 10)
+	assert.False(t, ok, "an empty tail proves nothing")
+	h.Publish(ev(5))
+	h.Publish(ev(6))
+	h.Publish(ev(7))
+	select {
+	case <-wake:
+	default:
+		t.Fatal("no wake-up")
+	}
+	got, ok := h.Since("r", 5, 10)
+	assert.True(t, ok)
+	assert.Equal(t, []int64{6, 7}, seqsOf(got))
+	got, ok = h.Since("r", 5, 1)
+	assert.True(t, ok)
+	assert.Equal(t, []int64{6}, seqsOf(got), "max is honoured")
+	got, ok = h.Since("r", 7, 10)
+	assert.True(t, ok, "caught up")
+	assert.Empty(t, got)
+	_, ok = h.Since("r", 3, 10)
+	assert.False(t, ok, "events 4 and 5 are not in the tail: read the log")
+
+	h.Publish(ev(9)) // a hole: the tail restarts
+	_, ok = h.Since("r", 7, 10)
+	assert.False(t, ok)
+	for i := int64(10); i < 10+tailSize+5; i++ {
+		h.Publish(ev(i))
+	}
+	_, ok = h.Since("r", 9, 10)
+	assert.False(t, ok, "the oldest events fell out of the bounded tail")
+	got, ok = h.Since("r", 10+tailSize+3, 10)
+	assert.True(t, ok)
+	assert.Equal(t, []int64{10 + tailSize + 4}, seqsOf(got))
+
+	stop()
+	_, ok = h.Since("r", 0, 10)
+	assert.False(t, ok, "the tail goes with the last subscriber")
+}
