@@ -2,10 +2,14 @@ package mock
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/enginetest"
+	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/plugintest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,9 +42,8 @@ func run(t *testing.T, rec *enginetest.Recorder, req engine.RunRequest) (engine.
 	if req.RunID == "" {
 		req.RunID = t.Name()
 	}
-	res, err := c.Run(context.Background(), req, rec.OnEvent(req.RunID))
+	res, err := rec.Run(context.Background(), c, req)
 	require.NoError(t, err)
-	rec.Finish(req.RunID, res)
 	return res, rec.Timeline(req.RunID)
 }
 
@@ -79,10 +82,52 @@ func TestCommands(t *testing.T) {
 }
 
 func TestDeniedPermissionIsSaid(t *testing.T) {
-	rec := enginetest.NewRecorder()
-	rec.Decision = engine.PermissionDecision{Allow: false, Reason: "not today"}
-	res, _ := run(t, rec, engine.RunRequest{Prompt: "ask deploy Deploy?\nsay after"})
+	rec := enginetest.NewRecorder(enginetest.WithDecision(engine.PermissionDecision{Allow: false, Reason: "not today"}))
+	res, timeline := run(t, rec, engine.RunRequest{Prompt: "ask deploy Deploy?\nsay after"})
+	assert.Equal(t, engine.StatusCompleted, res.Status, "a denial is said, not fatal")
 	assert.Equal(t, "permission denied: not todayafter", res.OutputText)
+	assert.Equal(t, enginetest.Canonical(enginetest.Permission), enginetest.Skeleton(timeline))
+}
+
+func TestToolCallsAreNumberedPerRun(t *testing.T) {
+	rec := enginetest.NewRecorder()
+	c := plugintest.Engine(t, New(Options{}), nil, rec)
+	for _, id := range []string{"a", "b"} {
+		res, err := rec.Run(context.Background(), c, engine.RunRequest{RunID: id, Prompt: "tool conformance_echo {\"n\":1}\ntools 2 conformance_fail"})
+		require.NoError(t, err)
+		require.Equal(t, engine.StatusCompleted, res.Status, "failed tool results do not stop the script")
+		var ids []string
+		for _, call := range rec.ToolCalls(id) {
+			ids = append(ids, call.CallID)
+		}
+		assert.Equal(t, []string{"call-1", "call-2", "call-3"}, ids, "run %s", id)
+		assert.JSONEq(t, `{"n":1}`, string(rec.ToolCalls(id)[0].Input))
+	}
+}
+
+// brokenTools is a host whose tool calls fail in transport, as when the host
+// loses the toolpack plugin.
+type brokenTools struct{ *enginetest.Recorder }
+
+func (brokenTools) CallTool(context.Context, string, engine.ToolCall) (plugin.ToolResult, error) {
+	return plugin.ToolResult{}, errors.New("toolpack went away")
+}
+
+func TestToolTransportErrorEndsTheRun(t *testing.T) {
+	rec := enginetest.NewRecorder()
+	c := plugintest.Engine(t, New(Options{}), nil, brokenTools{rec})
+	res, err := rec.Run(context.Background(), c, engine.RunRequest{RunID: "r", Prompt: "tool x {}\nsay never"})
+	require.NoError(t, err)
+	assert.Equal(t, engine.StatusFailed, res.Status)
+	assert.Equal(t, "MOCK_TOOL_CALL_ERROR", res.ErrorCode)
+	assert.Contains(t, res.ErrorMessage, "toolpack went away")
+	assert.Equal(t, []string{"run.failed"}, rec.Timeline("r"))
+}
+
+func TestUnknownCommandNamesTheLine(t *testing.T) {
+	res, _ := run(t, enginetest.NewRecorder(), engine.RunRequest{Prompt: "say hi\n\n# note\nfrobnicate now"})
+	assert.Equal(t, "MOCK_SCRIPT_INVALID", res.ErrorCode)
+	assert.Contains(t, res.ErrorMessage, "line 4")
 }
 
 func TestCheckpointResumesAfterIt(t *testing.T) {
@@ -92,26 +137,54 @@ func TestCheckpointResumesAfterIt(t *testing.T) {
 	require.Equal(t, "onetwo", res.OutputText)
 	state := rec.State("r1")
 	require.JSONEq(t, `{"next_line":3}`, string(state))
-	res, _ = run(t, rec, engine.RunRequest{RunID: "r2", Prompt: script, State: state})
+	res, timeline := run(t, rec, engine.RunRequest{RunID: "r2", Prompt: script, State: state})
 	assert.Equal(t, "two", res.OutputText, "a resumed run continues after its checkpoint")
+	assert.Equal(t, []string{"assistant.delta", "run.completed"}, timeline)
+
+	res, _ = run(t, rec, engine.RunRequest{RunID: "r3", Prompt: script, State: []byte("not ours")})
+	assert.Equal(t, "onetwo", res.OutputText, "state the mock did not write means start from the top")
 }
 
-func TestHangIgnoresCancel(t *testing.T) {
+// cancelAfterFirstDelta runs prompt, cancels it once it has said something
+// and returns how it ended.
+func cancelAfterFirstDelta(t *testing.T, prompt string) engine.Result {
+	t.Helper()
 	rec := enginetest.NewRecorder()
 	c := plugintest.Engine(t, New(Options{}), nil, rec)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	done := make(chan engine.Result, 1)
 	go func() {
-		res, err := c.Run(context.Background(), engine.RunRequest{RunID: "h", Prompt: "say go\nhang 300ms"}, rec.OnEvent("h"))
+		res, err := rec.Run(ctx, c, engine.RunRequest{RunID: "h", Prompt: prompt})
 		assert.NoError(t, err)
 		done <- res
 	}()
-	require.NoError(t, rec.WaitFor(context.Background(), "h", "assistant.delta"))
-	found, err := c.Cancel(context.Background(), "h", "test")
+	require.NoError(t, rec.WaitFor(ctx, "h", "assistant.delta"))
+	found, err := c.Cancel(ctx, "h", "test")
 	require.NoError(t, err)
 	require.True(t, found)
-	res := <-done
-	assert.Equal(t, engine.StatusFailed, res.Status)
-	assert.Equal(t, "MOCK_CANCEL_IGNORED", res.ErrorCode)
+	return <-done
+}
+
+func TestCancel(t *testing.T) {
+	cases := []struct {
+		name, prompt, status, code string
+	}{
+		{"sleep confirms at once", "say go\nsleep 60s\nsay never", engine.StatusCancelled, ""},
+		{"deltas stop midway", "say go\ndeltas 100000000", engine.StatusCancelled, ""},
+		// hang as the last line reaches the end of the script with the
+		// cancel pending: unconfirmed, so the host must fail the run.
+		{"hang at the end ignores it", "say go\nhang 300ms", engine.StatusFailed, "MOCK_CANCEL_IGNORED"},
+		// hang before another command confirms late, at that command.
+		{"hang then more confirms late", "say go\nhang 300ms\nsay never", engine.StatusCancelled, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := cancelAfterFirstDelta(t, tc.prompt)
+			assert.Equal(t, tc.status, res.Status, res.ErrorMessage)
+			assert.Equal(t, tc.code, res.ErrorCode)
+		})
+	}
 }
 
 func FuzzParseScript(f *testing.F) {
@@ -120,6 +193,9 @@ func FuzzParseScript(f *testing.F) {
 	}
 	f.Add("tools 3 x {}\nsleep 1ms\nhang 1ms\nstatus a b")
 	f.Add("say\n\ndeltas -1")
+	f.Add("say  two  spaces \r\nfail")
+	f.Add("\u00a0say x\ntool\ntools x y\nask\nstatus\ncheckpoint extra\ncrash")
+	f.Add("# only a comment\n\n   \t")
 	f.Fuzz(func(t *testing.T, prompt string) {
 		ops, isScript, err := parse(prompt)
 		if err != nil || !isScript {
@@ -131,6 +207,9 @@ func FuzzParseScript(f *testing.F) {
 			}
 			if (o.name == "tool" || o.name == "tools") && o.tool == "" {
 				t.Fatalf("tool op without a tool: %+v", o)
+			}
+			if o.name == "say" && strings.Join(words(o.text), "") != o.text {
+				t.Fatalf("the deltas of %q do not concatenate back to it", o.text)
 			}
 		}
 	})

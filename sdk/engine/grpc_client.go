@@ -80,6 +80,12 @@ func (c *Client) Configure(ctx context.Context, config json.RawMessage, services
 func (c *Client) Run(ctx context.Context, req RunRequest, onEvent func(Event) error) (Result, error) {
 	f := &fence{}
 	c.mu.Lock()
+	if _, dup := c.fences[req.RunID]; dup {
+		// Replacing the fence would cut the running run off from its
+		// callbacks when this call's deferred cleanup removed it.
+		c.mu.Unlock()
+		return Result{}, plugin.Errorf(plugin.CodeInvalidArgument, "run_id", "run %s is already running on this engine connection", req.RunID)
+	}
 	c.fences[req.RunID] = f
 	c.mu.Unlock()
 	defer func() {

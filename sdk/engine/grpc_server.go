@@ -97,29 +97,36 @@ func (s *server) Cancel(_ context.Context, req *enginev1.CancelRequest) (*engine
 }
 
 func (s *server) Run(req *enginev1.RunRequest, stream enginev1.Engine_RunServer) error {
-	s.mu.Lock()
-	conn := s.hostConn
-	_, dup := s.runs[req.GetRunId()]
-	s.mu.Unlock()
-	if conn == nil {
-		return rpcerr.ToStatus(plugin.Errorf(plugin.CodeNotConfigured, "", "Run before Configure: the host has not offered its callback services"))
-	}
-	if req.GetRunId() == "" || dup {
-		return rpcerr.ToStatus(plugin.Errorf(plugin.CodeInvalidArgument, "run_id", "run id %q is empty or already running", req.GetRunId()))
-	}
-
 	// The run's context ends when the host drops the stream (host shutdown)
 	// or asks to cancel; the cause tells the two apart.
 	ctx, cancel := context.WithCancelCause(stream.Context())
 	defer cancel(nil)
+
+	// Check and register under one lock: two Runs with the same id must not
+	// both get through.
 	s.mu.Lock()
-	s.runs[req.GetRunId()] = &activeRun{cancel: cancel}
+	conn := s.hostConn
+	_, dup := s.runs[req.GetRunId()]
+	ok := conn != nil && req.GetRunId() != "" && !dup
+	if ok {
+		s.runs[req.GetRunId()] = &activeRun{cancel: cancel}
+	}
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.runs, req.GetRunId())
-		s.mu.Unlock()
-	}()
+	if conn == nil {
+		return rpcerr.ToStatus(plugin.Errorf(plugin.CodeNotConfigured, "", "Run before Configure: the host has not offered its callback services"))
+	}
+	if !ok {
+		return rpcerr.ToStatus(plugin.Errorf(plugin.CodeInvalidArgument, "run_id", "run id %q is empty or already running", req.GetRunId()))
+	}
+	var unregisterOnce sync.Once
+	unregister := func() {
+		unregisterOnce.Do(func() {
+			s.mu.Lock()
+			delete(s.runs, req.GetRunId())
+			s.mu.Unlock()
+		})
+	}
+	defer unregister()
 
 	r := requestFromProto(req)
 	h := &runHost{
@@ -142,6 +149,9 @@ func (s *server) Run(req *enginev1.RunRequest, stream enginev1.Engine_RunServer)
 	if res.Status == "" {
 		res = Failed(CodeEngineError, "engine returned a result without a status")
 	}
+	// Forget the run before the host can see its result: once the host's
+	// Run has returned, a Cancel for this id must answer found=false.
+	unregister()
 	return h.sendResult(res)
 }
 
