@@ -12,12 +12,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/engine"
@@ -32,6 +34,8 @@ usage:
   agenthost [-config host.hcl] serve                    start the host
   agenthost [-config host.hcl] plugins check            load every plugin and report its state
   agenthost [-config host.hcl] migrate up|down|version  manage the database schema
+  agenthost [-config host.hcl] tokens create --tenant T --scopes apps.read,apps.write [--email E] [--name N]
+                                                        print a new API token (shown once; stored hashed)
 
 The database is embedded SQLite at $AGENTHOST_DATA_DIR/agenthost.db unless
 DATABASE_URL=postgres://... is set.
@@ -56,6 +60,8 @@ func main() {
 		err = pluginsCheck(cfg, log)
 	case len(args) == 2 && args[0] == "migrate":
 		err = migrateCmd(cfg, args[1])
+	case len(args) >= 2 && args[0] == "tokens" && args[1] == "create":
+		err = tokensCreate(cfg, args[2:])
 	default:
 		fs.Usage()
 		os.Exit(2)
@@ -189,5 +195,53 @@ func migrateCmd(cfg config.Host, what string) error {
 	}
 	latest, _ := store.LatestVersion(st.Dialect())
 	fmt.Printf("%s schema version %d (this agenthost knows up to %d)%s\n", st.Dialect(), v, latest, map[bool]string{true: ", DIRTY", false: ""}[dirty])
+	return nil
+}
+
+var knownScopes = map[string]bool{"apps.read": true, "apps.write": true, "admin": true}
+
+// tokensCreate makes a token for a user of a tenant (both created when
+// missing) and prints the secret, which is stored only as a hash.
+func tokensCreate(cfg config.Host, args []string) error {
+	fs := flag.NewFlagSet("tokens create", flag.ContinueOnError)
+	tenant := fs.String("tenant", "", "tenant id (created when missing)")
+	scopes := fs.String("scopes", "apps.read,apps.write", "comma-separated: apps.read, apps.write, admin")
+	email := fs.String("email", "", "the token's user (default: cli@<tenant>)")
+	name := fs.String("name", "cli", "a label for the token")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tenant == "" {
+		return fmt.Errorf("tokens create: --tenant is required")
+	}
+	var list []string
+	for _, sc := range strings.Split(*scopes, ",") {
+		sc = strings.TrimSpace(sc)
+		if !knownScopes[sc] {
+			return fmt.Errorf("tokens create: unknown scope %q (want apps.read, apps.write or admin)", sc)
+		}
+		list = append(list, sc)
+	}
+	if *email == "" {
+		*email = "cli@" + *tenant
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.EnsureTenant(ctx, *tenant, *tenant); err != nil {
+		return err
+	}
+	user, err := st.EnsureUser(ctx, *tenant, orchestrator.NewID("usr"), *email)
+	if err != nil {
+		return err
+	}
+	secret := store.NewTokenSecret()
+	if _, err := st.CreateToken(ctx, *tenant, user, *name, secret, list); err != nil {
+		return err
+	}
+	fmt.Println(secret)
 	return nil
 }
