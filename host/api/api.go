@@ -72,6 +72,7 @@ func New(d Deps) http.Handler {
 	a.GET("/apps/:app_id", require(ScopeRead), s.getApp)
 
 	ca := a.Group("/apps/:app_id/coding-agent")
+	ca.GET("/capabilities", require(ScopeRead), s.capabilities)
 	ca.POST("/runs", require(ScopeWrite), s.createRun)
 	ca.GET("/runs", require(ScopeRead), s.listRuns)
 	ca.GET("/runs/:run_id", require(ScopeRead), s.getRun)

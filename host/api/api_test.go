@@ -215,6 +215,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 			body         any
 		}{
 			{"GET", base, nil},
+			{"GET", base + "/coding-agent/capabilities", nil},
 			{"GET", base + "/coding-agent/runs", nil},
 			{"POST", base + "/coding-agent/runs", map[string]string{"prompt": "say pwned"}},
 			{"GET", r, nil},
@@ -250,5 +251,48 @@ func TestCrossTenantMatrix(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, runs, 1, "no run was created by the foreign tenant")
 		require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", r+"/cancel", nil, nil))
+	})
+}
+
+func TestCapabilities(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		path := "/admin/apps/" + app + "/coding-agent/capabilities"
+		var caps struct {
+			Policy struct {
+				DefaultEngine  string `json:"default_engine"`
+				DefaultSandbox string `json:"default_sandbox"`
+				NativeEnabled  bool   `json:"native_enabled"`
+			} `json:"policy"`
+			Engines []struct {
+				Name      string `json:"name"`
+				Available bool   `json:"available"`
+			} `json:"engines"`
+			Tools []struct {
+				Name              string `json:"name"`
+				Toolpack          string `json:"toolpack"`
+				DefaultPermission string `json:"default_permission"`
+			} `json:"tools"`
+		}
+		require.Equal(t, http.StatusOK, e.do(e.readA, "GET", path, nil, &caps), "apps.read is enough")
+		assert.Equal(t, "mock", caps.Policy.DefaultEngine)
+		assert.Equal(t, "local", caps.Policy.DefaultSandbox)
+		assert.False(t, caps.Policy.NativeEnabled)
+		require.Len(t, caps.Engines, 1)
+		assert.Equal(t, "mock", caps.Engines[0].Name)
+		assert.True(t, caps.Engines[0].Available)
+		require.Len(t, caps.Tools, 2)
+		assert.Equal(t, "coding_agent_read_file", caps.Tools[0].Name)
+		assert.Equal(t, "patch", caps.Tools[0].Toolpack)
+		assert.Equal(t, "allow", caps.Tools[0].DefaultPermission)
+
+		var first, second map[string]any
+		e.do(e.tokenA, "GET", path, nil, &first)
+		e.do(e.tokenA, "GET", path, nil, &second)
+		assert.Equal(t, first, second, "deterministic")
+
+		var er apiError
+		assert.Equal(t, http.StatusNotFound, e.do(e.tokenB, "GET", path, nil, &er), "another tenant's app")
+		assert.Equal(t, http.StatusUnauthorized, e.do("", "GET", path, nil, &er))
 	})
 }
