@@ -19,6 +19,8 @@ const (
 	CodeNotFound                 = "NOT_FOUND"
 	CodeInvalidRequest           = "INVALID_REQUEST"
 	CodeInvalidRunTransition     = "INVALID_RUN_TRANSITION"
+	// The Idempotency-Key was used before with a different request.
+	CodeIdempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 
 	// A plugin process died while serving the run.
 	CodeEngineCrashed   = "ENGINE_CRASHED"

@@ -43,9 +43,12 @@ type Run struct {
 	// selected-agent contract, ...).
 	Context        json.RawMessage
 	IdempotencyKey string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	FinishedAt     *time.Time
+	// IdempotencyHash fingerprints the request that used the key, so a
+	// replay with another body can be refused.
+	IdempotencyHash string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	FinishedAt      *time.Time
 }
 
 // Pause reasons.

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -295,4 +296,61 @@ func TestCapabilities(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, e.do(e.tokenB, "GET", path, nil, &er), "another tenant's app")
 		assert.Equal(t, http.StatusUnauthorized, e.do("", "GET", path, nil, &er))
 	})
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		path := "/admin/apps/" + app + "/coding-agent/runs"
+		post := func(key string, body map[string]string, out any) int {
+			req, err := http.NewRequest("POST", e.srv.URL+path, strings.NewReader(mustJSON(body)))
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+e.tokenA)
+			if key != "" {
+				req.Header.Set("Idempotency-Key", key)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+			return resp.StatusCode
+		}
+		body := map[string]string{"prompt": "say once"}
+		var first, again runOut
+		require.Equal(t, http.StatusCreated, post("k-1", body, &first))
+		require.Equal(t, http.StatusOK, post("k-1", body, &again), "a replay answers with the original run")
+		assert.Equal(t, first.ID, again.ID)
+
+		var er apiError
+		assert.Equal(t, http.StatusConflict, post("k-1", map[string]string{"prompt": "say twice"}, &er))
+		assert.Equal(t, "IDEMPOTENCY_KEY_REUSED", er.Detail.Code)
+		assert.Equal(t, http.StatusBadRequest, post("bad key", body, &er))
+		assert.Equal(t, "Idempotency-Key", er.Detail.Field)
+
+		// Concurrent duplicates collapse into one run.
+		ids := make([]string, 6)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var r runOut
+				code := post("k-2", body, &r)
+				assert.Contains(t, []int{http.StatusCreated, http.StatusOK}, code)
+				ids[i] = r.ID
+			}()
+		}
+		wg.Wait()
+		for _, id := range ids {
+			assert.Equal(t, ids[0], id)
+		}
+		runs, err := e.h.Store.ListRuns(context.Background(), app, "", "", 100)
+		require.NoError(t, err)
+		assert.Len(t, runs, 2, "one run per key")
+	})
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

@@ -34,6 +34,7 @@ var statusOf = map[string]int{
 	core.CodeRevisionConflict:         http.StatusConflict,
 	core.CodeRunNotPaused:             http.StatusConflict,
 	core.CodeRunFinished:              http.StatusConflict,
+	core.CodeIdempotencyKeyReused:     http.StatusConflict,
 	core.CodeHostShutdown:             http.StatusServiceUnavailable,
 	CodeUnauthenticated:               http.StatusUnauthorized,
 	CodeForbidden:                     http.StatusForbidden,

@@ -1,7 +1,10 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,6 +12,7 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/gin-gonic/gin"
 )
@@ -96,21 +100,69 @@ func (s *Server) createRun(c *gin.Context) {
 		eng = s.deps.DefaultEngine
 	}
 	ctx := c.Request.Context()
+	p := principal(c)
+	key, fingerprint, err := idempotency(c, a.ID, req)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	if key != "" {
+		if prior, err := s.deps.Store.GetRunByIdempotencyKey(ctx, p.TenantID, key); err == nil {
+			s.replay(c, prior, a.ID, fingerprint)
+			return
+		}
+	}
 	files, err := s.deps.Store.RevisionFiles(ctx, a.DraftRevisionID)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	p := principal(c)
 	run, err := s.deps.Runs.Start(ctx, orchestrator.StartRequest{
 		TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, BaseRevisionID: a.DraftRevisionID,
 		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
+		IdempotencyKey: key, IdempotencyHash: fingerprint,
 	})
+	if err != nil && key != "" && errors.Is(err, store.ErrConflict) {
+		// A concurrent request with the same key won the insert.
+		if prior, perr := s.deps.Store.GetRunByIdempotencyKey(ctx, p.TenantID, key); perr == nil {
+			s.replay(c, prior, a.ID, fingerprint)
+			return
+		}
+	}
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
 	c.JSON(http.StatusCreated, runOut(run))
+}
+
+// maxIdempotencyKey bounds the header.
+const maxIdempotencyKey = 200
+
+// idempotency reads the Idempotency-Key header and fingerprints the request
+// (app and body) it guards.
+func idempotency(c *gin.Context, appID string, req createRunRequest) (key, fingerprint string, err error) {
+	key = c.GetHeader("Idempotency-Key")
+	if key == "" {
+		return "", "", nil
+	}
+	if len(key) > maxIdempotencyKey || strings.ContainsFunc(key, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
+		return "", "", core.Errf(core.CodeInvalidRequest, "Idempotency-Key", "the Idempotency-Key must be 1-%d printable ASCII characters", maxIdempotencyKey)
+	}
+	body, _ := json.Marshal(req)
+	sum := sha256.Sum256(append([]byte(appID+"\x00"), body...))
+	return key, hex.EncodeToString(sum[:]), nil
+}
+
+// replay answers a repeated create with the run the key first made, or
+// refuses a key reused for a different request.
+func (s *Server) replay(c *gin.Context, prior *core.Run, appID, fingerprint string) {
+	if prior.AppID != appID || prior.IdempotencyHash != fingerprint {
+		_ = c.Error(core.Errf(core.CodeIdempotencyKeyReused, "Idempotency-Key", "this Idempotency-Key was used for a different request (run %s)", prior.ID))
+		return
+	}
+	c.Header("Idempotent-Replayed", "true")
+	c.JSON(http.StatusOK, runOut(prior))
 }
 
 func (s *Server) getRun(c *gin.Context) {

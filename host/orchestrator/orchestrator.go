@@ -85,6 +85,9 @@ type StartRequest struct {
 	Model          engine.Model
 	Context        json.RawMessage
 	Limits         engine.Limits
+	// IdempotencyKey and IdempotencyHash are recorded on the run; the store
+	// refuses a second run with the same key for the tenant.
+	IdempotencyKey, IdempotencyHash string
 }
 
 // NewID returns a random id with a prefix, e.g. run_3f2a….
@@ -109,6 +112,7 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 		ID: req.RunID, TenantID: req.TenantID, AppID: req.AppID, UserID: req.UserID,
 		ChatSessionID: req.ChatSessionID, BaseRevisionID: req.BaseRevisionID, Prompt: req.Prompt, Status: core.RunQueued,
 		Engine: req.Engine, SandboxBackend: req.Sandbox, CreatedAt: now, UpdatedAt: now,
+		IdempotencyKey: req.IdempotencyKey, IdempotencyHash: req.IdempotencyHash,
 	}
 	if run.ID == "" {
 		run.ID = NewID("run")

@@ -38,6 +38,7 @@ type runRow struct {
 	OutputTokens     int64          `db:"output_tokens"`
 	Context          string         `db:"context"`
 	IdempotencyKey   sql.NullString `db:"idempotency_key"`
+	IdempotencyHash  string         `db:"idempotency_hash"`
 	CreatedAt        int64          `db:"created_at"`
 	UpdatedAt        int64          `db:"updated_at"`
 	FinishedAt       sql.NullInt64  `db:"finished_at"`
@@ -47,7 +48,7 @@ const runColumns = `id, tenant_id, app_id, user_id, chat_session_id, base_revisi
  prompt, status, execution_engine, engine_run_ref, requested_model_id, resolved_model_id,
  sandbox_backend, sandbox_id, sandbox_status, sandbox_started_at, pause_reason, error_code,
  error_message, output_text, input_tokens, output_tokens, context, idempotency_key,
- created_at, updated_at, finished_at`
+ idempotency_hash, created_at, updated_at, finished_at`
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
@@ -81,7 +82,7 @@ func toRunRow(r *core.Run) runRow {
 		SandboxBackend: r.SandboxBackend, SandboxID: r.SandboxID, SandboxStatus: r.SandboxStatus,
 		SandboxStartedAt: nullMS(r.SandboxStartedAt), PauseReason: r.PauseReason,
 		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, OutputText: r.OutputText,
-		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Context: ctxJSON,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Context: ctxJSON, IdempotencyHash: r.IdempotencyHash,
 		CreatedAt: ms(r.CreatedAt), UpdatedAt: ms(r.UpdatedAt), FinishedAt: nullMS(r.FinishedAt),
 	}
 	if r.IdempotencyKey != "" {
@@ -100,8 +101,8 @@ func (row runRow) toRun() *core.Run {
 		SandboxStartedAt: fromNullMS(row.SandboxStartedAt), PauseReason: row.PauseReason,
 		ErrorCode: row.ErrorCode, ErrorMessage: row.ErrorMessage, OutputText: row.OutputText,
 		InputTokens: row.InputTokens, OutputTokens: row.OutputTokens, Context: json.RawMessage(row.Context),
-		IdempotencyKey: row.IdempotencyKey.String,
-		CreatedAt:      fromMS(row.CreatedAt), UpdatedAt: fromMS(row.UpdatedAt), FinishedAt: fromNullMS(row.FinishedAt),
+		IdempotencyKey: row.IdempotencyKey.String, IdempotencyHash: row.IdempotencyHash,
+		CreatedAt: fromMS(row.CreatedAt), UpdatedAt: fromMS(row.UpdatedAt), FinishedAt: fromNullMS(row.FinishedAt),
 	}
 }
 
@@ -116,7 +117,7 @@ func (s *Store) CreateRun(ctx context.Context, r *core.Run) error {
  :prompt, :status, :execution_engine, :engine_run_ref, :requested_model_id, :resolved_model_id,
  :sandbox_backend, :sandbox_id, :sandbox_status, :sandbox_started_at, :pause_reason, :error_code,
  :error_message, :output_text, :input_tokens, :output_tokens, :context, :idempotency_key,
- :created_at, :updated_at, :finished_at)`, toRunRow(r))
+ :idempotency_hash, :created_at, :updated_at, :finished_at)`, toRunRow(r))
 	return translate(err)
 }
 
@@ -172,6 +173,20 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*core.Run) err
 		return nil
 	})
 	return out, err
+}
+
+// GetRunByIdempotencyKey finds the run a tenant created with a key, or
+// returns ErrNotFound.
+func (s *Store) GetRunByIdempotencyKey(ctx context.Context, tenantID, key string) (*core.Run, error) {
+	var row runRow
+	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT `+runColumns+` FROM runs WHERE tenant_id = ? AND idempotency_key = ?`), tenantID, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("run with idempotency key", key)
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return row.toRun(), nil
 }
 
 // ListRunsByStatus returns the runs in the given states (recovery after a
