@@ -1,107 +1,197 @@
 // Package patch is the editing toolpack: tools that read and change an app's
-// files through the workspace the host lends for each call. Tools are strict
-// where it matters (never touch a path outside policy) and report refusals as
-// tool results with stable codes, never as transport errors.
+// files through the workspace the host lends for each call. Every tool checks
+// its input and the path policy itself (the host validates too, but a plugin
+// must not depend on who drives it) and reports refusals as tool results with
+// stable codes; only a broken workspace connection is a Go error.
+//
+// Each tool lives in its own file as a tool value and is listed once in
+// registry, so adding a tool touches one new file and one line here.
 package patch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
+	"fmt"
+	"sync"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/toolpack"
 	"github.com/agenthost/agenthost/sdk/workspace"
 )
 
-// Tool result codes.
+// Tool result codes of this pack (plus toolpack.CodeUnknownTool, and the
+// workspace's own TOO_LARGE, ALREADY_EXISTS and INVALID_ARGUMENT, which are
+// passed through unchanged).
 const (
+	// CodePolicyViolation: the path breaks the path policy (absolute, "..",
+	// NUL or control character, backslash, blocked folder, too long) or the
+	// content is over MaxWriteBytes.
 	CodePolicyViolation = "BUILDER_PATCH_POLICY_VIOLATION"
-	CodeInputInvalid    = "TOOL_INPUT_INVALID"
-	CodeFileNotFound    = "FILE_NOT_FOUND"
+	// CodeInputInvalid: the input is not a JSON object of the tool's fields
+	// with the right types and values.
+	CodeInputInvalid = "TOOL_INPUT_INVALID"
+	// CodeFileNotFound: the file does not exist.
+	CodeFileNotFound = "FILE_NOT_FOUND"
+	// CodePathIsDirectory: the path names a folder where a file was expected.
 	CodePathIsDirectory = "PATH_IS_DIRECTORY"
 )
 
-// tool is one tool of the pack: its spec and what it does.
+// tool is one tool of the pack. spec leaves Name empty: Tools fills it from
+// name so the two cannot drift apart.
 type tool struct {
-	spec plugin.ToolSpec
-	run  func(ctx context.Context, input json.RawMessage, ws workspace.Workspace) (plugin.ToolResult, error)
+	name string
+	spec func(cfg Config) plugin.ToolSpec
+	run  func(ctx context.Context, cfg Config, raw json.RawMessage, ws workspace.Workspace) (plugin.ToolResult, error)
 }
 
-// Pack is the patch toolpack.
+// registry lists the pack's tools in the order Tools reports them.
+func registry() []tool {
+	return []tool{readFileTool, writeFileTool}
+}
+
+// Config is the plugin's `config { ... }` block. Every field is optional.
+type Config struct {
+	// ReadBudgetBytes caps the content one coding_agent_read_file call
+	// returns; 0 means DefaultReadBudget.
+	ReadBudgetBytes int `json:"read_budget_bytes,omitempty"`
+}
+
+// Bounds of ReadBudgetBytes. Below 1 KiB a read would make almost no
+// progress per call; above 8 MiB a result whose content is all control
+// characters (escaped as \u00XX, six bytes each) could outgrow the 64 MiB
+// gRPC message limit (plugin.MaxMessageBytes).
+const (
+	minReadBudget = 1 << 10
+	maxReadBudget = 8 << 20
+)
+
+func (c Config) withDefaults() Config {
+	if c.ReadBudgetBytes == 0 {
+		c.ReadBudgetBytes = DefaultReadBudget
+	}
+	return c
+}
+
+// Pack is the patch toolpack. It holds no per-run state, so one Pack serves
+// every run and connection concurrently.
 type Pack struct {
-	tools map[string]tool
+	tools  []tool
+	byName map[string]tool
+
+	mu  sync.RWMutex
+	cfg Config
 }
 
-// New returns the pack with every tool registered.
+var (
+	_ toolpack.Toolpack = (*Pack)(nil)
+	_ plugin.Configurer = (*Pack)(nil)
+)
+
+// New returns the pack with every tool registered and the default config.
 func New() *Pack {
-	p := &Pack{tools: map[string]tool{}}
-	for _, t := range []tool{readFileTool(), writeFileTool()} {
-		p.tools[t.spec.Name] = t
+	p := &Pack{tools: registry(), byName: map[string]tool{}, cfg: Config{}.withDefaults()}
+	for _, t := range p.tools {
+		p.byName[t.name] = t
 	}
 	return p
 }
 
-var _ toolpack.Toolpack = (*Pack)(nil)
-
 // Info identifies the plugin.
 func (p *Pack) Info() plugin.Info {
-	return plugin.Info{Name: "patch", Kind: plugin.KindToolpack, Version: "0.1.0", APIVersion: plugin.APIVersion,
-		Description: "file reading and editing tools"}
+	return plugin.Info{
+		Name: "patch", Kind: plugin.KindToolpack, Version: "0.1.0", APIVersion: plugin.APIVersion,
+		Description: "reads and writes an app's files, confined by the path policy",
+	}
 }
 
-// Tools lists the tools in name order.
-func (p *Pack) Tools(context.Context) ([]plugin.ToolSpec, error) {
-	out := make([]plugin.ToolSpec, 0, len(p.tools))
-	for _, t := range p.tools {
-		out = append(out, t.spec)
+// Configure applies the plugin's config block. Unknown fields are refused so
+// that an operator's typo fails at load instead of being ignored.
+func (p *Pack) Configure(_ context.Context, raw json.RawMessage) error {
+	var cfg Config
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			return plugin.Errorf(plugin.CodeInvalidArgument, "config", "patch config: %v", err)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if b := cfg.ReadBudgetBytes; b != 0 && (b < minReadBudget || b > maxReadBudget) {
+		return plugin.Errorf(plugin.CodeInvalidArgument, "read_budget_bytes",
+			"read_budget_bytes is %d; it must be between %d and %d", b, minReadBudget, maxReadBudget)
+	}
+	p.mu.Lock()
+	p.cfg = cfg.withDefaults()
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Pack) config() Config {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.cfg
+}
+
+// Tools lists the tools in registry order.
+func (p *Pack) Tools(context.Context) ([]plugin.ToolSpec, error) {
+	cfg := p.config()
+	out := make([]plugin.ToolSpec, len(p.tools))
+	for i, t := range p.tools {
+		out[i] = t.spec(cfg)
+		out[i].Name = t.name
+	}
 	return out, nil
 }
 
-// Call runs one tool.
-func (p *Pack) Call(ctx context.Context, call toolpack.Call, ws workspace.Workspace) (plugin.ToolResult, error) {
-	t, ok := p.tools[call.Tool]
+// Call runs one tool. A tool that refuses returns a failed result; an error
+// means the workspace connection broke or the call was cancelled.
+func (p *Pack) Call(ctx context.Context, call toolpack.Call, ws workspace.Workspace) (res plugin.ToolResult, err error) {
+	t, ok := p.byName[call.Tool]
 	if !ok {
-		return plugin.ToolFail(toolpack.CodeUnknownTool, "this toolpack has no tool "+call.Tool, "tool"), nil
+		return plugin.ToolFail(toolpack.CodeUnknownTool, fmt.Sprintf("the patch toolpack has no tool %q", call.Tool), "tool"), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return plugin.ToolResult{}, err
 	}
-	return t.run(ctx, call.Input, ws)
-}
-
-// decode parses a tool's input strictly: unknown fields and wrong types are
-// refused with the field named.
-func decode(input json.RawMessage, v any) *plugin.ToolResult {
-	dec := json.NewDecoder(bytesReader(input))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		field := ""
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field = te.Field
+	// One process serves every run: a bug tripped by one odd input must fail
+	// that call, not kill the plugin under all the others.
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = plugin.ToolResult{}, fmt.Errorf("tool %s panicked: %v", call.Tool, r)
 		}
-		r := plugin.ToolFail(CodeInputInvalid, "input is not valid for this tool: "+err.Error(), field)
-		return &r
-	}
-	return nil
+	}()
+	return t.run(ctx, p.config(), call.Input, ws)
 }
 
-// fromWorkspaceError turns a workspace failure into a tool result when it is
-// a domain failure, or returns it as an error when the workspace broke.
-func fromWorkspaceError(err error, path string) (plugin.ToolResult, error) {
-	switch plugin.CodeOf(err) {
+// failed wraps a domain failure as a tool result.
+func failed(te *plugin.ToolError) plugin.ToolResult { return plugin.ToolResult{Error: te} }
+
+// workspaceFailure sorts a workspace error: a refusal the workspace answered
+// with a code becomes a tool failure (field names the input at fault);
+// anything else (a broken connection, a cancelled call, an internal fault of
+// the sandbox) is returned as an error.
+func workspaceFailure(err error, field, p string) (*plugin.ToolError, error) {
+	code := plugin.CodeOf(err)
+	switch code {
 	case plugin.CodeNotFound:
-		return plugin.ToolFail(CodeFileNotFound, "no file at "+path, "path"), nil
+		return &plugin.ToolError{Code: CodeFileNotFound, Message: p + " does not exist", Field: field}, nil
 	case plugin.CodePathDenied:
-		return plugin.ToolFail(CodePolicyViolation, err.Error(), "path"), nil
+		return &plugin.ToolError{Code: CodePolicyViolation, Message: "the workspace refused " + p + ": " + messageOf(err), Field: field}, nil
 	case plugin.CodeIsDirectory:
-		return plugin.ToolFail(CodePathIsDirectory, path+" is a folder", "path"), nil
-	case plugin.CodeTooLarge, plugin.CodeInvalidArgument, plugin.CodeAlreadyExists:
-		return plugin.ToolFail(CodeInputInvalid, err.Error(), "path"), nil
+		return &plugin.ToolError{Code: CodePathIsDirectory, Message: p + " is a folder, not a file", Field: field}, nil
+	case plugin.CodeTooLarge, plugin.CodeAlreadyExists, plugin.CodeInvalidArgument:
+		// Refusals about this input that the pack has no code of its own
+		// for: keep the workspace's stable code rather than inventing one.
+		return &plugin.ToolError{Code: code, Message: messageOf(err), Field: field}, nil
 	}
-	return plugin.ToolResult{}, err
+	return nil, fmt.Errorf("workspace %s: %w", p, err)
+}
+
+func messageOf(err error) string {
+	var pe *plugin.Error
+	if errors.As(err, &pe) && pe.Message != "" {
+		return pe.Message
+	}
+	return err.Error()
 }

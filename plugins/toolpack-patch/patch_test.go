@@ -3,6 +3,8 @@ package patch
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"path"
 	"strings"
 	"testing"
 
@@ -15,165 +17,269 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var app = map[string]string{
-	"src/main.ts": "one\ntwo\nthree\nfour\n",
-	"README.md":   "# hi",
-}
-
 func TestConformance(t *testing.T) {
+	// readBack reads a file through the workspace interface the kit hands
+	// to Check.
+	readBack := func(t *testing.T, ws workspace.Workspace, p string) string {
+		data, _, err := ws.ReadFile(context.Background(), p, workspace.ReadOptions{})
+		require.NoError(t, err)
+		return string(data)
+	}
+	big := strings.Repeat(strings.Repeat("z", 63)+"\n", 5000) // 320,000 bytes, over the read budget
+	tooBig := jsonInput(t, map[string]any{"path": "a.txt", "content": strings.Repeat("x", MaxWriteBytes+1)})
+	in := func(s string) json.RawMessage { return json.RawMessage(s) }
+
 	toolpacktest.Run(t, func(t *testing.T, ws workspace.Resolver) *toolpack.Client {
 		return plugintest.Toolpack(t, New(), nil, ws)
 	}, []toolpacktest.Case{
-		{Name: "read range", Tool: "coding_agent_read_file", Files: app, Input: json.RawMessage(`{"path":"src/main.ts","start_line":2,"end_line":3}`), WantOK: true,
+		{Name: "read whole", Tool: readTool, Files: app, Input: in(`{"path":"src/main.ts"}`), WantOK: true,
 			Check: func(t *testing.T, res plugin.ToolResult, _ workspace.Workspace) {
-				var out readFileOutput
-				require.NoError(t, json.Unmarshal(res.Output, &out))
-				assert.Equal(t, "two\nthree\n", out.Content)
+				out := readOutput(t, res)
+				assert.Equal(t, app["src/main.ts"], out.Content)
 				assert.Equal(t, 4, out.TotalLines)
+				assert.Equal(t, sha(app["src/main.ts"]), out.SHA256)
 			}},
-		{Name: "read missing", Tool: "coding_agent_read_file", Files: app, Input: json.RawMessage(`{"path":"nope.ts"}`), WantCode: CodeFileNotFound},
-		{Name: "read escape", Tool: "coding_agent_read_file", Files: app, Input: json.RawMessage(`{"path":"../secret"}`), WantCode: CodePolicyViolation},
-		{Name: "write new", Tool: "coding_agent_write_file", Files: app, Input: json.RawMessage(`{"path":"src/new.ts","content":"x"}`), WantOK: true,
+		{Name: "read range", Tool: readTool, Files: app, Input: in(`{"path":"src/main.ts","start_line":2,"end_line":3}`), WantOK: true,
+			Check: func(t *testing.T, res plugin.ToolResult, _ workspace.Workspace) {
+				out := readOutput(t, res)
+				assert.Equal(t, "two\nthree\n", out.Content)
+				assert.Equal(t, []int{2, 3, 4}, []int{out.StartLine, out.EndLine, out.TotalLines})
+			}},
+		{Name: "read over budget", Tool: readTool, Files: map[string]string{"big.txt": big}, Input: in(`{"path":"big.txt"}`), WantOK: true,
+			Check: func(t *testing.T, res plugin.ToolResult, _ workspace.Workspace) {
+				out := readOutput(t, res)
+				assert.True(t, out.Truncated)
+				assert.Equal(t, DefaultReadBudget/64, out.EndLine)
+			}},
+		{Name: "read missing", Tool: readTool, Files: app, Input: in(`{"path":"nope.ts"}`), WantCode: CodeFileNotFound, WantField: "path"},
+		{Name: "read folder", Tool: readTool, Files: app, Input: in(`{"path":"src"}`), WantCode: CodePathIsDirectory, WantField: "path"},
+		{Name: "read escape", Tool: readTool, Files: app, Input: in(`{"path":"../secret"}`), WantCode: CodePolicyViolation, WantField: "path"},
+		{Name: "read blocked", Tool: readTool, Files: map[string]string{".git/config": "x"}, Input: in(`{"path":".git/config"}`), WantCode: CodePolicyViolation, WantField: "path"},
+		{Name: "read bad range", Tool: readTool, Files: app, Input: in(`{"path":"src/main.ts","start_line":3,"end_line":1}`), WantCode: CodeInputInvalid, WantField: "end_line"},
+		{Name: "write new", Tool: writeTool, Files: app, Input: in(`{"path":"src/new.ts","content":"x"}`), WantOK: true,
 			Check: func(t *testing.T, res plugin.ToolResult, ws workspace.Workspace) {
-				assert.Equal(t, "x", toolpacktest.Files(ws)["src/new.ts"])
-				var out writeFileOutput
-				require.NoError(t, json.Unmarshal(res.Output, &out))
-				assert.True(t, out.Created)
+				assert.Equal(t, "x", readBack(t, ws, "src/new.ts"))
+				assert.Contains(t, string(res.Output), `"created":true`)
 			}},
-		{Name: "write blocked", Tool: "coding_agent_write_file", Files: app, Input: json.RawMessage(`{"path":"node_modules/x.js","content":"x"}`), WantCode: CodePolicyViolation},
+		{Name: "write replace", Tool: writeTool, Files: app, Input: in(`{"path":"README.md","content":"# bye\n"}`), WantOK: true,
+			Check: func(t *testing.T, res plugin.ToolResult, ws workspace.Workspace) {
+				assert.Equal(t, "# bye\n", readBack(t, ws, "README.md"))
+				assert.Contains(t, string(res.Output), `"created":false`)
+			}},
+		{Name: "write blocked", Tool: writeTool, Files: app, Input: in(`{"path":"node_modules/x.js","content":"x"}`), WantCode: CodePolicyViolation, WantField: "path"},
+		{Name: "write too large", Tool: writeTool, Files: app, Input: in(tooBig), WantCode: CodePolicyViolation, WantField: "content"},
+		{Name: "write onto folder", Tool: writeTool, Files: app, Input: in(`{"path":"src","content":"x"}`), WantCode: CodePathIsDirectory, WantField: "path"},
+		{Name: "write without content", Tool: writeTool, Files: app, Input: in(`{"path":"a.txt"}`), WantCode: CodeInputInvalid, WantField: "content"},
+		// The workspace's own refusal, passed through with its code.
+		{Name: "write under a file", Tool: writeTool, Files: app, Input: in(`{"path":"README.md/x","content":"x"}`), WantCode: plugin.CodeAlreadyExists, WantField: "path"},
 	})
 }
 
-// call runs one tool in-process against an in-memory workspace.
-func call(t *testing.T, files map[string]string, tool, input string) (plugin.ToolResult, workspace.Workspace) {
-	t.Helper()
-	ws := toolpacktest.NewMemoryWorkspace(files)
-	res, err := New().Call(context.Background(), toolpack.Call{Tool: tool, Input: json.RawMessage(input)}, ws)
+func TestInfoAndTools(t *testing.T) {
+	p := New()
+	info := p.Info()
+	assert.Equal(t, "patch", info.Name)
+	assert.Equal(t, plugin.KindToolpack, info.Kind)
+	assert.Equal(t, "0.1.0", info.Version)
+	assert.Equal(t, plugin.APIVersion, info.APIVersion)
+
+	specs, err := p.Tools(t.Context())
 	require.NoError(t, err)
-	return res, ws
+	names := []string{}
+	for _, s := range specs {
+		names = append(names, s.Name)
+		assert.Equal(t, plugin.PermissionAllow, s.DefaultPermission, s.Name)
+		assert.NotEmpty(t, s.Description, s.Name)
+		var in struct {
+			Schema     string                     `json:"$schema"`
+			Type       string                     `json:"type"`
+			Additional *bool                      `json:"additionalProperties"`
+			Required   []string                   `json:"required"`
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		require.NoError(t, json.Unmarshal(s.InputSchema, &in), s.Name)
+		assert.Equal(t, "https://json-schema.org/draft/2020-12/schema", in.Schema, s.Name)
+		assert.Equal(t, "object", in.Type, s.Name)
+		if assert.NotNil(t, in.Additional, s.Name) {
+			assert.False(t, *in.Additional, "%s: additionalProperties must be false", s.Name)
+		}
+		assert.Contains(t, in.Required, "path", s.Name)
+		for _, r := range in.Required {
+			assert.Contains(t, in.Properties, r, s.Name)
+		}
+		assert.True(t, json.Valid(s.OutputSchema), s.Name)
+	}
+	assert.Equal(t, []string{readTool, writeTool}, names)
 }
 
-func TestReadFile(t *testing.T) {
+func TestUnknownTool(t *testing.T) {
+	requireFailure(t, call(t, untouchable(t), "coding_agent_nope", `{}`), toolpack.CodeUnknownTool, "tool")
+}
+
+func TestCancelledCallIsAnError(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := New().Call(ctx, toolpack.Call{Tool: readTool, Input: json.RawMessage(`{"path":"a"}`)}, untouchable(t))
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestPanicIsAnErrorNotACrash(t *testing.T) {
+	ws := newFake(nil)
+	ws.ReadFileF = func(context.Context, string, workspace.ReadOptions) ([]byte, workspace.FileInfo, error) {
+		panic("boom")
+	}
+	_, err := New().Call(t.Context(), toolpack.Call{Tool: readTool, Input: json.RawMessage(`{"path":"a"}`)}, ws)
+	assert.ErrorContains(t, err, "boom")
+}
+
+func TestConfigure(t *testing.T) {
 	cases := []struct {
-		name, input, want string
-		start, end, total int
-		code, field       string
+		config string
+		budget int
+		err    bool
 	}{
-		{name: "whole", input: `{"path":"src/main.ts"}`, want: "one\ntwo\nthree\nfour\n", start: 1, end: 4, total: 4},
-		{name: "from line", input: `{"path":"src/main.ts","start_line":3}`, want: "three\nfour\n", start: 3, end: 4, total: 4},
-		{name: "end past the end", input: `{"path":"src/main.ts","start_line":4,"end_line":99}`, want: "four\n", start: 4, end: 4, total: 4},
-		{name: "start past the end", input: `{"path":"src/main.ts","start_line":9}`, want: "", start: 9, end: 4, total: 4},
-		{name: "no final newline", input: `{"path":"README.md"}`, want: "# hi", start: 1, end: 1, total: 1},
-		{name: "clean path", input: `{"path":"./src//main.ts","end_line":1}`, want: "one\n", start: 1, end: 1, total: 4},
-		{name: "inverted range", input: `{"path":"src/main.ts","start_line":3,"end_line":2}`, code: CodeInputInvalid, field: "start_line"},
-		{name: "missing", input: `{"path":"x"}`, code: CodeFileNotFound, field: "path"},
-		{name: "folder", input: `{"path":"src"}`, code: CodePathIsDirectory, field: "path"},
-		{name: "wrong type", input: `{"path":7}`, code: CodeInputInvalid, field: "path"},
-		{name: "unknown field", input: `{"path":"a","mode":"x"}`, code: CodeInputInvalid},
-		{name: "not json", input: `{`, code: CodeInputInvalid},
+		{config: ``, budget: DefaultReadBudget},
+		{config: `{}`, budget: DefaultReadBudget},
+		{config: `null`, budget: DefaultReadBudget},
+		{config: `{"read_budget_bytes":0}`, budget: DefaultReadBudget},
+		{config: `{"read_budget_bytes":4096}`, budget: 4096},
+		{config: `{"read_budget_bytes":100}`, err: true},
+		{config: `{"read_budget_bytes":-1}`, err: true},
+		{config: `{"read_budget_bytes":1073741824}`, err: true},
+		{config: `{"read_budget_bytes":"1k"}`, err: true},
+		{config: `{"read_budget":4096}`, err: true},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			res, _ := call(t, app, "coding_agent_read_file", tc.input)
-			if tc.code != "" {
-				require.False(t, res.OK)
-				assert.Equal(t, tc.code, res.Error.Code, res.Error.Message)
-				assert.Equal(t, tc.field, res.Error.Field)
+		t.Run(tc.config, func(t *testing.T) {
+			p := New()
+			err := p.Configure(t.Context(), json.RawMessage(tc.config))
+			if tc.err {
+				assert.True(t, plugin.HasCode(err, plugin.CodeInvalidArgument), "want INVALID_ARGUMENT, got %v", err)
+				assert.Equal(t, DefaultReadBudget, p.config().ReadBudgetBytes, "a refused config changes nothing")
 				return
 			}
-			require.True(t, res.OK, "%+v", res.Error)
-			var out readFileOutput
-			require.NoError(t, json.Unmarshal(res.Output, &out))
-			assert.Equal(t, tc.want, out.Content)
-			assert.Equal(t, tc.start, out.StartLine)
-			assert.Equal(t, tc.end, out.EndLine)
-			assert.Equal(t, tc.total, out.TotalLines)
-			assert.Len(t, out.SHA256, 64)
+			require.NoError(t, err)
+			assert.Equal(t, tc.budget, p.config().ReadBudgetBytes)
 		})
 	}
 }
 
-func TestReadBudgetCutsAtALine(t *testing.T) {
-	line := strings.Repeat("a", 99) + "\n"
-	big := strings.Repeat(line, 5000) // 500 KB
-	res, _ := call(t, map[string]string{"big.txt": big}, "coding_agent_read_file", `{"path":"big.txt"}`)
-	require.True(t, res.OK)
-	var out readFileOutput
-	require.NoError(t, json.Unmarshal(res.Output, &out))
-	assert.True(t, out.Truncated)
-	assert.LessOrEqual(t, len(out.Content), DefaultReadBudget)
-	assert.True(t, strings.HasSuffix(out.Content, "\n"), "cut at a line boundary")
-	assert.Equal(t, len(out.Content)/100, out.EndLine, "end_line says where to continue")
-	assert.Equal(t, 5000, out.TotalLines)
+// TestWorkspaceErrors: refusals the workspace answers with a code become
+// tool failures; anything else is the call's error.
+func TestWorkspaceErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		err   error
+		code  string // tool failure code, or "" for a Go error
+		field string
+	}{
+		{name: "not found", err: plugin.Errorf(plugin.CodeNotFound, "x", "gone"), code: CodeFileNotFound, field: "path"},
+		{name: "path denied", err: plugin.Errorf(plugin.CodePathDenied, "x", "symlink out"), code: CodePolicyViolation, field: "path"},
+		{name: "is a folder", err: plugin.Errorf(plugin.CodeIsDirectory, "x", "folder"), code: CodePathIsDirectory, field: "path"},
+		{name: "too large", err: plugin.Errorf(plugin.CodeTooLarge, "x", "quota"), code: plugin.CodeTooLarge, field: "path"},
+		{name: "unavailable", err: plugin.Errorf(plugin.CodeUnavailable, "", "sandbox stopped")},
+		{name: "transport", err: errors.New("connection reset")},
+		{name: "cancelled", err: context.Canceled},
+	}
+	for _, tc := range cases {
+		for _, tool := range []string{readTool, writeTool} {
+			t.Run(tool+"/"+tc.name, func(t *testing.T) {
+				ws := newFake(app)
+				ws.ReadFileF = func(context.Context, string, workspace.ReadOptions) ([]byte, workspace.FileInfo, error) {
+					return nil, workspace.FileInfo{}, tc.err
+				}
+				ws.WriteFileF = func(context.Context, string, []byte, uint32) (workspace.FileInfo, error) {
+					return workspace.FileInfo{}, tc.err
+				}
+				input := `{"path":"src/main.ts"}`
+				if tool == writeTool {
+					input = `{"path":"src/main.ts","content":"x"}`
+				}
+				res, err := New().Call(t.Context(), toolpack.Call{Tool: tool, Input: json.RawMessage(input)}, ws)
+				if tc.code == "" {
+					require.Error(t, err)
+					assert.ErrorIs(t, err, tc.err, "the workspace's error stays in the chain")
+					return
+				}
+				require.NoError(t, err)
+				requireFailure(t, res, tc.code, tc.field)
+			})
+		}
+	}
 }
 
-func TestWriteFile(t *testing.T) {
-	res, ws := call(t, app, "coding_agent_write_file", `{"path":"src/main.ts","content":"replaced\n"}`)
-	require.True(t, res.OK, "%+v", res.Error)
-	var out writeFileOutput
-	require.NoError(t, json.Unmarshal(res.Output, &out))
-	assert.False(t, out.Created)
-	assert.Equal(t, 9, out.BytesWritten)
-	assert.Equal(t, "replaced\n", toolpacktest.Files(ws)["src/main.ts"])
-
-	res, ws = call(t, app, "coding_agent_write_file", `{"path":"empty.txt","content":""}`)
-	require.True(t, res.OK, "an empty file is a valid file")
-	assert.Equal(t, "", toolpacktest.Files(ws)["empty.txt"])
-
-	res, _ = call(t, app, "coding_agent_write_file", `{"path":"a.txt"}`)
-	assert.Equal(t, CodeInputInvalid, res.Error.Code)
-	assert.Equal(t, "content", res.Error.Field)
-
-	huge, _ := json.Marshal(map[string]string{"path": "a.txt", "content": strings.Repeat("x", MaxWriteBytes+1)})
-	res, _ = call(t, app, "coding_agent_write_file", string(huge))
-	assert.Equal(t, CodePolicyViolation, res.Error.Code)
-	assert.Equal(t, "content", res.Error.Field)
+// refusedPaths break the path policy; each is refused by both tools with
+// CodePolicyViolation on field "path" before the workspace is reached.
+var refusedPaths = []string{
+	"/etc/passwd", "/", "../x", "..", "a/../../x", "a/..", "a/../b", "./../x",
+	`a\b`, `..\x`, "x\x00y", "a\nb", "a\tb", "a\x7fb", ".", "./", "./.",
+	".git", ".git/config", "src/.git/HEAD", ".GIT/hooks/pre-commit", ".git/",
+	"node_modules/a.js", "src/node_modules/a.js", "Node_Modules/x",
+	"dist", "dist/app.js", "packages/web/dist/x.js", ".vite/deps/x", ".turbo/z", ".cache/y",
+	strings.Repeat("a/", 513), strings.Repeat("n", 256) + ".ts",
 }
 
 func TestPathPolicy(t *testing.T) {
-	refused := []string{"", " ", "/etc/passwd", "../x", "a/../../x", "a/..", "a\\b", "x\x00y", ".",
-		".git/config", "node_modules/a.js", "src/node_modules/a.js", "dist/app.js", ".vite/x", ".cache/y", ".turbo/z"}
-	for _, p := range refused {
-		for _, tool := range []string{"coding_agent_read_file", "coding_agent_write_file"} {
-			input, _ := json.Marshal(map[string]string{"path": p, "content": "x"})
-			if tool == "coding_agent_read_file" {
-				input, _ = json.Marshal(map[string]string{"path": p})
-			}
-			res, _ := call(t, app, tool, string(input))
-			require.False(t, res.OK, "%s accepted %q", tool, p)
-			assert.Equal(t, CodePolicyViolation, res.Error.Code, "%s %q", tool, p)
-			assert.Equal(t, "path", res.Error.Field)
+	for _, p := range refusedPaths {
+		for _, tool := range []string{readTool, writeTool} {
+			t.Run(tool+"/"+strings.ToValidUTF8(p, "?"), func(t *testing.T) {
+				input := map[string]any{"path": p}
+				if tool == writeTool {
+					input["content"] = "x"
+				}
+				requireFailure(t, call(t, untouchable(t), tool, jsonInput(t, input)), CodePolicyViolation, "path")
+			})
 		}
 	}
-	for _, p := range []string{"src/distance.ts", "my.git.txt", "a/./b.ts", "dist.config.js"} {
-		_, why := checkPath(p)
-		assert.Empty(t, why, "%q is an ordinary path", p)
+	accepted := map[string]string{
+		"src/distance.ts": "src/distance.ts", "my.git.txt": "my.git.txt", "a/./b.ts": "a/b.ts",
+		"dist.config.js": "dist.config.js", ".gitignore": ".gitignore", "src/cache/x": "src/cache/x",
+		".github/workflows/ci.yml": ".github/workflows/ci.yml", "a//b/": "a/b", "src/.env": "src/.env",
+		strings.Repeat("n", 255): strings.Repeat("n", 255),
 	}
-}
-
-func TestUnknownTool(t *testing.T) {
-	res, _ := call(t, app, "coding_agent_nope", `{}`)
-	assert.Equal(t, toolpack.CodeUnknownTool, res.Error.Code)
+	for p, want := range accepted {
+		got, te := checkPath("path", p)
+		assert.Nil(t, te, "%q is an ordinary path", p)
+		assert.Equal(t, want, got)
+	}
 }
 
 func FuzzPathPolicy(f *testing.F) {
-	for _, s := range []string{"src/a.ts", "../x", "a/../../b", "/abs", ".git/x", "a/node_modules/b", "a\\b", "..", "a/.."} {
+	for _, s := range append(refusedPaths, "src/a.ts", "a/b/../c", "a/./b", ".gitx/a", "x/.Vite/y", "a//..//b", "…/..", "") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		clean, why := checkPath(p)
-		if why != "" {
+		clean, te := checkPath("path", p)
+		if te != nil {
+			require.Equal(t, CodePolicyViolation, te.Code)
+			require.Equal(t, "path", te.Field)
 			return
 		}
-		if strings.HasPrefix(clean, "/") || clean == ".." || strings.HasPrefix(clean, "../") || strings.ContainsAny(clean, "\x00\\") {
-			t.Fatalf("accepted %q as %q", p, clean)
+		// Whatever is accepted stays under the root once joined to it ...
+		root := "/workspace"
+		joined := path.Join(root, clean)
+		if !strings.HasPrefix(joined, root+"/") {
+			t.Fatalf("accepted %q as %q, which lands at %q", p, clean, joined)
 		}
-		for _, seg := range strings.Split(clean, "/") {
-			for _, b := range BlockedFolders {
-				if seg == b {
-					t.Fatalf("accepted %q inside blocked folder %s", p, b)
+		for _, seg := range append(strings.Split(p, "/"), strings.Split(clean, "/")...) {
+			if seg == ".." {
+				t.Fatalf("accepted %q, which climbs with ..", p)
+			}
+			// ... outside every blocked folder, in any case ...
+			for _, b := range blockedFolders {
+				if strings.EqualFold(seg, b) {
+					t.Fatalf("accepted %q (%q) inside blocked folder %s", p, clean, b)
 				}
 			}
+		}
+		// ... without the characters the policy names ...
+		if strings.HasPrefix(clean, "/") || strings.ContainsAny(clean, "\x00\\") || strings.IndexFunc(clean, isControl) >= 0 {
+			t.Fatalf("accepted %q as %q", p, clean)
+		}
+		// ... and cleaning is stable: the answer accepts itself unchanged.
+		again, te := checkPath("path", clean)
+		if te != nil || again != clean {
+			t.Fatalf("checkPath(%q) = %q, but checkPath(%q) = %q, %v", p, clean, clean, again, te)
 		}
 	})
 }

@@ -2,6 +2,8 @@ package patch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -9,10 +11,7 @@ import (
 	"github.com/agenthost/agenthost/sdk/workspace"
 )
 
-type writeFileInput struct {
-	Path    string  `json:"path"`
-	Content *string `json:"content"`
-}
+var writeFileTool = tool{name: "coding_agent_write_file", spec: writeFileSpec, run: writeFile}
 
 type writeFileOutput struct {
 	Path         string `json:"path"`
@@ -21,48 +20,99 @@ type writeFileOutput struct {
 	Created      bool   `json:"created"`
 }
 
-func writeFileTool() tool {
-	return tool{
-		spec: plugin.ToolSpec{
-			Name: "coding_agent_write_file",
-			Description: "Create a file of the app or replace its whole content. Give the complete new content; " +
-				"parent folders are created. Files over 1 MiB and paths in .git, node_modules or build output are refused.",
-			InputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["path","content"],
-"properties":{"path":{"type":"string","minLength":1,"description":"file path relative to the app root"},
-"content":{"type":"string","description":"the file's complete new content"}}}`),
-			OutputSchema: json.RawMessage(`{"type":"object","required":["path","bytes_written","sha256","created"],
-"properties":{"path":{"type":"string"},"bytes_written":{"type":"integer"},"sha256":{"type":"string"},"created":{"type":"boolean"}}}`),
-			DefaultPermission: plugin.PermissionAllow,
-		},
-		run: writeFile,
+func writeFileSpec(Config) plugin.ToolSpec {
+	return plugin.ToolSpec{
+		Description: "Create a file of the app, or replace its entire content. Give path relative to the app's root " +
+			"(for example src/components/Button.tsx) and the complete new content: not a diff, every line of the " +
+			"file; an empty string makes an empty file. Missing parent folders are created and a replaced file keeps " +
+			"its permissions. Read a file before replacing it so that nothing you did not see is lost. Returns " +
+			"bytes_written, the new sha256 and created (true when the file did not exist). Content over 1 MiB and " +
+			"paths under .git, node_modules, dist, .vite, .turbo and .cache are refused.",
+		InputSchema: json.RawMessage(`{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["path", "content"],
+  "properties": {
+    "path": {"type": "string", "minLength": 1, "maxLength": 1024,
+      "description": "File path relative to the app's root, with forward slashes, e.g. src/App.tsx"},
+    "content": {"type": "string", "description": "The file's complete new content (at most 1 MiB as UTF-8)"}
+  }
+}`),
+		OutputSchema: json.RawMessage(`{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["path", "bytes_written", "sha256", "created"],
+  "properties": {
+    "path": {"type": "string", "description": "The path written, cleaned"},
+    "bytes_written": {"type": "integer", "minimum": 0},
+    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "Hex sha256 of the new content"},
+    "created": {"type": "boolean", "description": "True when the file did not exist before"}
+  }
+}`),
+		DefaultPermission: plugin.PermissionAllow,
 	}
 }
 
-func writeFile(ctx context.Context, raw json.RawMessage, ws workspace.Workspace) (plugin.ToolResult, error) {
-	var in writeFileInput
-	if r := decode(raw, &in); r != nil {
-		return *r, nil
+func writeFile(ctx context.Context, _ Config, raw json.RawMessage, ws workspace.Workspace) (plugin.ToolResult, error) {
+	in, te := parseInput(raw, "path", "content")
+	if te != nil {
+		return failed(te), nil
 	}
-	if in.Content == nil {
-		return plugin.ToolFail(CodeInputInvalid, "content is required (use an empty string for an empty file)", "content"), nil
+	reqPath, te := in.str("path", true, true)
+	if te != nil {
+		return failed(te), nil
 	}
-	p, why := checkPath(in.Path)
-	if why != "" {
-		return plugin.ToolFail(CodePolicyViolation, why, "path"), nil
+	content, te := in.str("content", true, false)
+	if te != nil {
+		return failed(te), nil
 	}
-	if len(*in.Content) > MaxWriteBytes {
-		return plugin.ToolFail(CodePolicyViolation, fmt.Sprintf("content has %d bytes; the limit is %d", len(*in.Content), MaxWriteBytes), "content"), nil
+	p, te := checkPath("path", reqPath)
+	if te != nil {
+		return failed(te), nil
 	}
+	if len(content) > MaxWriteBytes {
+		return failed(&plugin.ToolError{Code: CodePolicyViolation, Field: "content",
+			Message: fmt.Sprintf("content is %d bytes; one write may put at most %d bytes (1 MiB) in a file", len(content), MaxWriteBytes)}), nil
+	}
+
+	// Stat first: it tells created from replaced, refuses a folder before
+	// anything is written, shows where a symlink leads, and gives the mode to
+	// keep (a workspace writes mode 0 as 0644, which would drop +x from a
+	// script). Another writer may act between Stat and WriteFile; created
+	// then describes what this call saw, which is all it can promise.
+	var mode uint32
 	created := false
-	if _, err := ws.Stat(ctx, p); err != nil {
-		if plugin.CodeOf(err) != plugin.CodeNotFound {
-			return fromWorkspaceError(err, p)
+	switch fi, err := ws.Stat(ctx, p); {
+	case err == nil && fi.IsDir:
+		return failed(&plugin.ToolError{Code: CodePathIsDirectory, Message: p + " is a folder, not a file", Field: "path"}), nil
+	case err == nil:
+		if te := checkResolved("path", p, fi.Path); te != nil {
+			return failed(te), nil
 		}
+		mode = fi.Mode
+	case plugin.HasCode(err, plugin.CodeNotFound):
 		created = true
+	default:
+		te, err := workspaceFailure(err, "path", p)
+		if err != nil {
+			return plugin.ToolResult{}, err
+		}
+		return failed(te), nil
 	}
-	info, err := ws.WriteFile(ctx, p, []byte(*in.Content), 0)
-	if err != nil {
-		return fromWorkspaceError(err, p)
+
+	if _, err := ws.WriteFile(ctx, p, []byte(content), mode); err != nil {
+		te, err := workspaceFailure(err, "path", p)
+		if err != nil {
+			return plugin.ToolResult{}, err
+		}
+		return failed(te), nil
 	}
-	return plugin.ToolOK(writeFileOutput{Path: p, BytesWritten: len(*in.Content), SHA256: info.SHA256, Created: created}), nil
+	// Hash what this call wrote rather than trust the workspace's FileInfo,
+	// whose hash is optional.
+	sum := sha256.Sum256([]byte(content))
+	return plugin.ToolOK(writeFileOutput{
+		Path: p, BytesWritten: len(content), SHA256: hex.EncodeToString(sum[:]), Created: created,
+	}), nil
 }

@@ -1,15 +1,16 @@
-// Package toolpacktest is the toolpack conformance kit: it checks a
-// toolpack's tool descriptions, its answers to bad input, and the author's
-// example calls, through its real gRPC client with an in-memory workspace.
+// Package toolpacktest is the toolpack conformance kit. Run drives a
+// toolpack through its real host-side client against in-memory workspaces
+// the kit lends, and checks what every toolpack owes the host: a sound
+// identity and tool list, refusals as results rather than errors, prompt
+// answers to cancelled calls, the author's example calls, and the same
+// answers when those calls run concurrently.
 package toolpacktest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,150 +21,269 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Case is one example call the author provides.
+// Case is one example call the toolpack's author provides. Every tool needs
+// at least one case that succeeds.
 type Case struct {
-	Name  string
-	Tool  string
+	// Name identifies the case in test output; unique within a Run.
+	Name string
+	Tool string
+	// Input is the call's input JSON. For a case that succeeds it must also
+	// fit the tool's input schema, since the host checks that first.
 	Input json.RawMessage
-	// Files is the workspace the call starts with.
+	// Files is the workspace the call starts with (path → content); each
+	// run of the case gets a fresh copy.
 	Files map[string]string
-	// WantOK or WantCode: the expected outcome.
-	WantOK   bool
-	WantCode string
-	// Check, when set, inspects the result and the workspace afterwards.
+	// WantOK expects success; otherwise WantCode is the expected error code
+	// and WantField, when set, the expected error field.
+	WantOK    bool
+	WantCode  string
+	WantField string
+	// Check, when set, inspects the result and the workspace afterwards. It
+	// runs for the concurrent copies of the case too, so it must only look
+	// at its own arguments.
 	Check func(t *testing.T, res plugin.ToolResult, ws workspace.Workspace)
 }
 
-var toolName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+// Timing bounds. callTimeout keeps a hung tool from stalling the suite until
+// go test's own timeout; cancelGrace is how long a call whose context is
+// already cancelled may take to answer (the in-process gRPC hop needs
+// microseconds; the rest is slack for loaded CI machines).
+const (
+	callTimeout = 30 * time.Second
+	cancelGrace = 5 * time.Second
+)
 
-// Run checks the toolpack behind newClient. newClient gets the kit's
-// workspace resolver to configure the client with.
+// concurrentCopies is how many copies of every case run at once in the
+// concurrency check: enough to overlap every case with itself and the others.
+const concurrentCopies = 4
+
+// malformedInputs are inputs no tool may accept: broken JSON, and JSON that
+// is not the object every input schema declares. An empty input is left out
+// on purpose: a tool without parameters may read it as {}.
+var malformedInputs = []string{`{`, `{"a":`, `not json`, `{"a":1}}`, `[]`, `"text"`, `42`}
+
+// Run checks the toolpack behind newClient, which gets the kit's workspace
+// resolver to configure the client with, e.g.
+// plugintest.Toolpack(t, impl, cfg, resolver), or a client of a real binary.
 func Run(t *testing.T, newClient func(t *testing.T, ws workspace.Resolver) *toolpack.Client, cases []Case) {
-	var mu sync.Mutex
-	spaces := map[string]workspace.Workspace{}
-	resolve := func(_ context.Context, id string) (workspace.Workspace, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		ws, ok := spaces[id]
-		if !ok {
-			return nil, plugin.Errorf(plugin.CodeNotFound, "workspace_id", "no workspace %q", id)
-		}
-		return ws, nil
-	}
-	var n atomic.Int64
-	lend := func(files map[string]string) (string, workspace.Workspace) {
-		id := fmt.Sprintf("ws-%d", n.Add(1))
-		ws := NewMemoryWorkspace(files)
-		mu.Lock()
-		spaces[id] = ws
-		mu.Unlock()
-		return id, ws
-	}
-	c := newClient(t, resolve)
-	ctx := context.Background()
+	t.Helper()
+	k := &kit{spaces: newSpaces()}
+	k.client = newClient(t, k.spaces.resolve)
+	require.NotNil(t, k.client, "newClient returned no client")
 
 	t.Run("info", func(t *testing.T) {
-		info, err := c.Info(ctx)
+		ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+		defer cancel()
+		info, err := k.client.Info(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, plugin.KindToolpack, info.Kind)
-		assert.NotEmpty(t, info.Name)
-		assert.NotEmpty(t, info.Version)
+		assert.NotEmpty(t, info.Name, "name")
+		assert.NotEmpty(t, info.Version, "version")
 		assert.Equal(t, plugin.APIVersion, info.APIVersion)
 	})
 
-	tools, err := c.Tools(ctx)
-	require.NoError(t, err)
-	t.Run("tools", func(t *testing.T) {
-		require.NotEmpty(t, tools)
-		seen := map[string]bool{}
-		for _, tl := range tools {
-			assert.Regexp(t, toolName, tl.Name)
-			assert.False(t, seen[tl.Name], "duplicate tool %s", tl.Name)
-			seen[tl.Name] = true
-			assert.NotEmpty(t, tl.Description, tl.Name)
-			var schema map[string]any
-			if assert.NoError(t, json.Unmarshal(tl.InputSchema, &schema), "%s input schema", tl.Name) {
-				assert.Equal(t, "object", schema["type"], "%s input schema must describe an object", tl.Name)
-			}
-			if len(tl.OutputSchema) > 0 {
-				assert.True(t, json.Valid(tl.OutputSchema), "%s output schema", tl.Name)
-			}
-			assert.Contains(t, []plugin.Permission{plugin.PermissionAllow, plugin.PermissionAsk, plugin.PermissionDeny}, tl.DefaultPermission, tl.Name)
-		}
-		covered := map[string]bool{}
-		for _, cs := range cases {
-			covered[cs.Tool] = true
-		}
-		for _, tl := range tools {
-			assert.True(t, covered[tl.Name], "no example case covers tool %s: every tool needs one", tl.Name)
-		}
-	})
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
+	tools, err := k.client.Tools(ctx)
+	cancel()
+	require.NoError(t, err, "list tools")
+	t.Run("tools", func(t *testing.T) { reportAll(t, specProblems(tools)) })
+	t.Run("cases", func(t *testing.T) { reportAll(t, caseProblems(tools, cases)) })
+	schemas := map[string]json.RawMessage{}
+	for _, tl := range tools {
+		schemas[tl.Name] = tl.OutputSchema
+	}
 
 	t.Run("unknown tool", func(t *testing.T) {
-		id, _ := lend(nil)
-		res, err := c.Call(ctx, toolpack.Call{RunID: "r", CallID: "c", Tool: "no_such_tool_xyz", Input: json.RawMessage(`{}`)}, id)
-		require.NoError(t, err, "an unknown tool is a result, not an error")
-		assert.False(t, res.OK)
-		if assert.NotNil(t, res.Error) {
-			assert.Equal(t, toolpack.CodeUnknownTool, res.Error.Code)
-		}
+		res, err := k.call(t.Context(), Case{Name: "unknown", Tool: "toolpacktest_no_such_tool", Input: json.RawMessage(`{}`)})
+		require.NoError(t, err, "an unknown tool is a failed result, not an error")
+		require.False(t, res.OK, "a call to a tool the pack lacks succeeded")
+		require.NotNil(t, res.Error)
+		assert.Equal(t, toolpack.CodeUnknownTool, res.Error.Code, res.Error.Message)
 	})
 
 	t.Run("malformed input", func(t *testing.T) {
 		for _, tl := range tools {
-			for _, bad := range []string{`{`, `[]`, `"x"`, `{"unexpected_field_xyz":1}`} {
-				id, _ := lend(nil)
-				res, err := c.Call(ctx, toolpack.Call{RunID: "r", CallID: "c", Tool: tl.Name, Input: json.RawMessage(bad)}, id)
-				require.NoError(t, err, "%s with %s: bad input is a result, not an error", tl.Name, bad)
-				assert.False(t, res.OK, "%s accepted %s", tl.Name, bad)
-				if assert.NotNil(t, res.Error, tl.Name) {
-					assert.NotEmpty(t, res.Error.Code, tl.Name)
+			for _, bad := range malformedInputs {
+				res, err := k.call(t.Context(), Case{Name: "malformed", Tool: tl.Name, Input: json.RawMessage(bad)})
+				if !assert.NoError(t, err, "%s with input %s: bad input is a failed result, not an error", tl.Name, bad) {
+					continue
+				}
+				if assert.False(t, res.OK, "%s accepted input %s", tl.Name, bad) && assert.NotNil(t, res.Error, tl.Name) {
+					assert.NotEmpty(t, res.Error.Code, "%s with input %s: failure without a code", tl.Name, bad)
 				}
 			}
 		}
 	})
 
 	t.Run("cancelled context", func(t *testing.T) {
-		cctx, cancel := context.WithCancel(ctx)
-		cancel()
-		id, _ := lend(nil)
-		start := time.Now()
-		res, err := c.Call(cctx, toolpack.Call{RunID: "r", CallID: "c", Tool: tools[0].Name, Input: json.RawMessage(`{}`)}, id)
-		assert.True(t, err != nil || !res.OK, "a cancelled call must not succeed")
-		assert.Less(t, time.Since(start), 10*time.Second)
+		for _, tl := range tools {
+			cs, ok := exampleFor(cases, tl.Name)
+			if !ok {
+				continue // reported under "cases"
+			}
+			cctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			type answer struct {
+				res plugin.ToolResult
+				err error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				res, err := k.call(cctx, cs)
+				done <- answer{res, err}
+			}()
+			select {
+			case a := <-done:
+				assert.True(t, a.err != nil || !a.res.OK, "%s succeeded although its context was cancelled", tl.Name)
+			case <-time.After(cancelGrace):
+				t.Errorf("%s: a call with a cancelled context did not return within %s", tl.Name, cancelGrace)
+			}
+		}
 	})
 
-	runCase := func(t *testing.T, cs Case) {
-		id, ws := lend(cs.Files)
-		res, err := c.Call(ctx, toolpack.Call{RunID: "r", CallID: cs.Name, Tool: cs.Tool, Input: cs.Input}, id)
-		require.NoError(t, err)
-		if cs.WantOK {
-			assert.True(t, res.OK, "want ok, got %+v", res.Error)
-			assert.True(t, json.Valid(res.Output), "output must be JSON")
-		} else {
-			assert.False(t, res.OK, "want %s, got ok", cs.WantCode)
-			if assert.NotNil(t, res.Error) && cs.WantCode != "" {
-				assert.Equal(t, cs.WantCode, res.Error.Code, res.Error.Message)
-			}
+	// baseline holds each case's answer when run alone, nil where the call
+	// itself failed (already reported).
+	baseline := make([]*plugin.ToolResult, len(cases))
+	t.Run("examples", func(t *testing.T) {
+		for i, cs := range cases {
+			t.Run(cs.Name, func(t *testing.T) {
+				ws := k.lend(t, cs.Files)
+				res, err := k.callIn(t.Context(), cs, ws)
+				require.NoError(t, err, "the call returned an error; a refusal must be a failed result")
+				baseline[i] = &res
+				k.verify(t, cs, schemas[cs.Tool], res, ws.ws)
+			})
 		}
-		if cs.Check != nil {
-			cs.Check(t, res, ws)
-		}
-	}
-	for _, cs := range cases {
-		t.Run("case "+cs.Name, func(t *testing.T) { runCase(t, cs) })
-	}
-	t.Run("concurrent", func(t *testing.T) {
-		var wg sync.WaitGroup
-		for i := 0; i < 4; i++ {
-			for _, cs := range cases {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					runCase(t, cs)
-				}()
-			}
-		}
-		wg.Wait()
 	})
+
+	t.Run("concurrent", func(t *testing.T) { k.concurrent(t, cases, schemas, baseline) })
+}
+
+// kit is the state of one Run.
+type kit struct {
+	spaces *spaces
+	client *toolpack.Client
+}
+
+// lent is a workspace the kit lent, with its id.
+type lent struct {
+	id string
+	ws *memWorkspace
+}
+
+func (k *kit) lend(t *testing.T, files map[string]string) lent {
+	t.Helper()
+	id, ws, err := k.spaces.lend(files)
+	require.NoError(t, err, "the case's Files are not a valid workspace")
+	return lent{id, ws}
+}
+
+// call runs cs in a fresh workspace.
+func (k *kit) call(ctx context.Context, cs Case) (plugin.ToolResult, error) {
+	id, _, err := k.spaces.lend(cs.Files)
+	if err != nil {
+		return plugin.ToolResult{}, fmt.Errorf("lend workspace: %w", err)
+	}
+	return k.callIn(ctx, cs, lent{id: id})
+}
+
+func (k *kit) callIn(ctx context.Context, cs Case, ws lent) (plugin.ToolResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return k.client.Call(ctx, toolpack.Call{RunID: "toolpacktest-run", CallID: cs.Name, Tool: cs.Tool, Input: cs.Input}, ws.id)
+}
+
+// verify asserts a case's expectations on res, then runs its Check.
+func (k *kit) verify(t *testing.T, cs Case, outputSchema json.RawMessage, res plugin.ToolResult, ws workspace.Workspace) {
+	t.Helper()
+	if cs.WantOK {
+		if assert.True(t, res.OK, "want success, got %+v", res.Error) && assert.True(t, json.Valid(res.Output), "output is not JSON: %q", res.Output) {
+			for _, p := range shapeProblems(outputSchema, res.Output) {
+				t.Errorf("output does not match the tool's output schema: %s", p)
+			}
+		}
+	} else if assert.False(t, res.OK, "want %s, got success: %s", cs.WantCode, res.Output) && assert.NotNil(t, res.Error, "failed result without an error") {
+		assert.Equal(t, cs.WantCode, res.Error.Code, "message: %s", res.Error.Message)
+		if cs.WantField != "" {
+			assert.Equal(t, cs.WantField, res.Error.Field, "message: %s", res.Error.Message)
+		}
+	}
+	if cs.Check != nil {
+		cs.Check(t, res, ws)
+	}
+}
+
+// concurrent runs concurrentCopies of every case at once, each in its own
+// workspace, and checks that each answers as the case did alone. Calls run
+// in plain goroutines released together (parallel subtests would serialise
+// under -parallel 1); assertions happen afterwards in subtests, because
+// testing's FailNow may not be called from other goroutines.
+func (k *kit) concurrent(t *testing.T, cases []Case, schemas map[string]json.RawMessage, baseline []*plugin.ToolResult) {
+	type run struct {
+		caseIdx, copy int
+		ws            lent
+		res           plugin.ToolResult
+		err           error
+	}
+	var runs []*run
+	for c := range concurrentCopies {
+		for i, cs := range cases {
+			runs = append(runs, &run{caseIdx: i, copy: c, ws: k.lend(t, cs.Files)})
+		}
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() {
+			<-start
+			r.res, r.err = k.callIn(t.Context(), cases[r.caseIdx], r.ws)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	for _, r := range runs {
+		cs := cases[r.caseIdx]
+		t.Run(fmt.Sprintf("%s/copy%d", cs.Name, r.copy), func(t *testing.T) {
+			require.NoError(t, r.err)
+			// Outcomes must agree with the case run alone; outputs are left
+			// to Check, since they may carry timestamps or durations.
+			if want := baseline[r.caseIdx]; want != nil {
+				assert.Equal(t, want.OK, r.res.OK, "alone: %+v, concurrently: %+v", want.Error, r.res.Error)
+				if want.Error != nil && r.res.Error != nil {
+					assert.Equal(t, want.Error.Code, r.res.Error.Code)
+					assert.Equal(t, want.Error.Field, r.res.Error.Field)
+				}
+			}
+			k.verify(t, cs, schemas[cs.Tool], r.res, r.ws.ws)
+		})
+	}
+}
+
+// exampleFor returns the first case of tool that succeeds, else its first
+// case: the call most likely to do real work if cancellation were ignored.
+func exampleFor(cases []Case, tool string) (Case, bool) {
+	var first *Case
+	for i := range cases {
+		if cases[i].Tool != tool {
+			continue
+		}
+		if cases[i].WantOK {
+			return cases[i], true
+		}
+		if first == nil {
+			first = &cases[i]
+		}
+	}
+	if first == nil {
+		return Case{}, false
+	}
+	return *first, true
+}
+
+func reportAll(t *testing.T, problems []string) {
+	t.Helper()
+	for _, p := range problems {
+		t.Error(p)
+	}
 }
