@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/toolpack"
@@ -279,9 +280,18 @@ func jsonOrNull(b []byte) json.RawMessage {
 // dispatchTool returns a domain result, or an error when the call could not
 // be made (toolpack unreachable, cancelled, timed out).
 func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call engine.ToolCall) (plugin.ToolResult, error) {
-	client, route, h, err := o.plugins.Tool(call.Tool)
+	var route pluginmgr.ToolRoute
+	client, h, err := awaitPlugin(ctx, func() (*toolpack.Client, pluginmgr.Handle, error) {
+		c, r, h, err := o.plugins.Tool(call.Tool)
+		route = r
+		return c, h, err
+	})
 	if err != nil {
-		return plugin.ToolFail(core.CodeToolUnknown, err.Error(), "tool"), nil
+		code := core.CodeToolUnknown
+		if route.Toolpack != "" {
+			code = core.CodeToolUnavailable
+		}
+		return plugin.ToolFail(code, err.Error(), "tool"), nil
 	}
 	switch route.Spec.DefaultPermission {
 	case plugin.PermissionDeny:

@@ -182,6 +182,14 @@ func TestPluginCrashes(t *testing.T) {
 		next(t)
 		assert.Equal(t, 1, restarts("mock"))
 	})
+	t.Run("a run started right after a crash waits for the relaunch", func(t *testing.T) {
+		before := restarts("mock")
+		require.NoError(t, syscall.Kill(pidOf(t, h, "mock"), syscall.SIGKILL))
+		// No wait: the crash is not even noticed yet.
+		final := h.wait(t, h.start(t, "say ok").ID)
+		assert.Equal(t, core.RunCompleted, final.Status, "%s %s", final.ErrorCode, final.ErrorMessage)
+		assert.Equal(t, before+1, restarts("mock"))
+	})
 	t.Run("engine crashes itself", func(t *testing.T) {
 		final := h.wait(t, h.start(t, "say before\ncrash").ID)
 		assert.Equal(t, core.CodeEngineCrashed, final.ErrorCode)

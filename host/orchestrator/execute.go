@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -43,7 +44,7 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 
 	// Sandbox.
 	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxStarting, "sandbox_backend": run.SandboxBackend})
-	sbClient, sbH, err := o.plugins.Sandbox(run.SandboxBackend)
+	sbClient, sbH, err := awaitPlugin(ctx, func() (*sandbox.Client, pluginmgr.Handle, error) { return o.plugins.Sandbox(run.SandboxBackend) })
 	if err != nil {
 		return failed(core.CodeSandboxUnavailable, "%v", err), nil
 	}
@@ -71,18 +72,13 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 // runEngine drives the engine plugin until it returns a result.
 func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandboxRef) outcome {
 	run := ar.run
-	client, engH, err := o.plugins.Engine(run.Engine)
+	client, engH, err := awaitPlugin(ctx, func() (*engine.Client, pluginmgr.Handle, error) { return o.plugins.Engine(run.Engine) })
 	if err != nil {
 		return failed(core.CodeEngineUnavailable, "%v", err)
 	}
 	ar.mu.Lock()
 	ar.engineH = engH
 	ar.mu.Unlock()
-	// If the engine died between Start and here, say so rather than failing
-	// on a dead connection.
-	if engH.Crashed(0) {
-		return failed(core.CodeEngineCrashed, "engine plugin %q is not running", run.Engine)
-	}
 
 	ar.mu.Lock()
 	cancelled := ar.cancelRequested

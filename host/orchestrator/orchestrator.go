@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -90,6 +91,33 @@ type StartRequest struct {
 	IdempotencyKey, IdempotencyHash string
 }
 
+// relaunchWait bounds how long a run waits for a plugin that has just
+// crashed to be relaunched (detection ≤ 50 ms, first backoff 200 ms, start-up
+// well under a second; 15 s covers a loaded machine).
+const relaunchWait = 15 * time.Second
+
+// awaitPlugin gets a plugin's client, waiting while it is being relaunched
+// or while the process behind the client has died but its death is not yet
+// noticed, so a run started in that gap is not failed for nothing.
+func awaitPlugin[T any](ctx context.Context, get func() (T, pluginmgr.Handle, error)) (T, pluginmgr.Handle, error) {
+	deadline := time.Now().Add(relaunchWait)
+	for {
+		c, h, err := get()
+		retry := errors.Is(err, pluginmgr.ErrRelaunching) || (err == nil && h.Crashed(0))
+		if !retry || time.Now().After(deadline) {
+			if err == nil && retry {
+				err = fmt.Errorf("%w: plugin %q crashed and was not relaunched within %s", pluginmgr.ErrUnavailable, h.Name, relaunchWait)
+			}
+			return c, h, err
+		}
+		select {
+		case <-ctx.Done():
+			return c, h, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // NewID returns a random id with a prefix, e.g. run_3f2a….
 func NewID(prefix string) string {
 	var b [12]byte
@@ -101,10 +129,12 @@ func NewID(prefix string) string {
 // background. It fails fast, before recording anything, when the engine or
 // sandbox plugin is not usable.
 func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, error) {
-	if _, _, err := o.plugins.Engine(req.Engine); err != nil {
+	// A plugin being relaunched after a crash is accepted: the run waits
+	// for it (awaitPlugin) rather than failing in the gap.
+	if _, _, err := o.plugins.Engine(req.Engine); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
 		return nil, core.Errf(core.CodeEngineUnavailable, "engine", "%v", err)
 	}
-	if _, _, err := o.plugins.Sandbox(req.Sandbox); err != nil {
+	if _, _, err := o.plugins.Sandbox(req.Sandbox); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
 		return nil, core.Errf(core.CodeSandboxUnavailable, "sandbox", "%v", err)
 	}
 	now := time.Now().UTC()

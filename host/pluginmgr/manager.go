@@ -227,6 +227,11 @@ func (m *Manager) Names(kind plugin.Kind) []string {
 // crashed, unhealthy or unknown.
 var ErrUnavailable = errors.New("plugin unavailable")
 
+// ErrRelaunching is returned (wrapped, with ErrUnavailable) for a plugin
+// that crashed and is being relaunched: worth a short wait, unlike a plugin
+// that failed to load.
+var ErrRelaunching = errors.New("plugin is being relaunched")
+
 // Handle pins one launch of a plugin: Exited is closed when that process
 // dies, so a caller can tell a crash from an ordinary failure.
 type Handle struct {
@@ -260,6 +265,9 @@ func (m *Manager) usable(name string, kind plugin.Kind) (*instance, error) {
 		reason := inst.reason
 		if reason == "" {
 			reason = string(inst.state)
+		}
+		if inst.state == StateCrashed || inst.state == StateStarting {
+			return nil, fmt.Errorf("%w: %w: %s plugin %q is %s: %s", ErrUnavailable, ErrRelaunching, kind, name, inst.state, reason)
 		}
 		return nil, fmt.Errorf("%w: %s plugin %q is %s: %s", ErrUnavailable, kind, name, inst.state, reason)
 	}
