@@ -69,9 +69,11 @@ func (o *Orchestrator) toolDescriptors() []engine.ToolDescriptor {
 
 // SaveState records an engine's durable state (engine.HostServices).
 func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte) error {
-	if _, err := o.lookup(runID); err != nil {
+	ar, err := o.lookup(runID)
+	if err != nil {
 		return plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
 	}
+	ar.touch()
 	return o.runs.SaveEngineState(ctx, runID, state)
 }
 
@@ -86,6 +88,7 @@ func (o *Orchestrator) RequestPermission(ctx context.Context, runID string, req 
 }
 
 func (o *Orchestrator) askPermission(ctx context.Context, ar *activeRun, req engine.PermissionRequest) (engine.PermissionDecision, error) {
+	ar.touch()
 	if req.PermissionID == "" {
 		req.PermissionID = NewID("perm")
 	}
@@ -232,6 +235,7 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 	if err != nil {
 		return plugin.ToolResult{}, plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
 	}
+	ar.touch()
 	if call.CallID == "" {
 		call.CallID = NewID("call")
 	}

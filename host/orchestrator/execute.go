@@ -103,6 +103,19 @@ func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandbo
 	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageEngineStarting, "engine": run.Engine})
 
 	res, err := client.Run(ctx, req, func(ev engine.Event) error { return o.onEngineEvent(ctx, ar, ev) })
+	if err != nil && !ar.engineTouched() && engH.Crashed(o.opts.CrashGrace) {
+		// The engine died before it did anything for this run (no event, no
+		// callback): nothing is half-done, so start it on the relaunched
+		// engine instead of failing. Once only: a second death is a crash.
+		o.log.Warn("engine died before the run began; retrying on its relaunch", "run", run.ID)
+		if client, engH, err = awaitPlugin(ctx, func() (*engine.Client, pluginmgr.Handle, error) { return o.plugins.Engine(run.Engine) }); err != nil {
+			return failed(core.CodeEngineCrashed, "engine plugin %q crashed and did not come back: %v", run.Engine, err)
+		}
+		ar.mu.Lock()
+		ar.engineH = engH
+		ar.mu.Unlock()
+		res, err = client.Run(ctx, req, func(ev engine.Event) error { return o.onEngineEvent(ctx, ar, ev) })
+	}
 	if code, msg := ar.failure(); code != "" {
 		// A crash or an unconfirmed cancel decided the outcome already.
 		return failed(code, "%s", msg)
@@ -147,6 +160,7 @@ func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandbo
 
 // onEngineEvent turns an engine event into timeline events.
 func (o *Orchestrator) onEngineEvent(ctx context.Context, ar *activeRun, ev engine.Event) error {
+	ar.touch()
 	switch ev.Kind {
 	case engine.KindAssistantDelta:
 		if ev.Text == "" {

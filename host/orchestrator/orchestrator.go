@@ -244,6 +244,8 @@ type activeRun struct {
 	pending   *pendingPermission
 	streamed  bool
 	output    []byte
+	// touched: the engine has sent an event or a callback for the run.
+	touched bool
 	// Token usage reported by the engine.
 	inputTokens, outputTokens int64
 	ref                       *sandboxRef
@@ -274,6 +276,20 @@ func (ar *activeRun) abort(code, msg string) {
 	ar.cancel()
 }
 
+// touch records that the engine did something for the run (an event or a
+// callback), after which a crash can no longer be retried safely.
+func (ar *activeRun) touch() {
+	ar.mu.Lock()
+	ar.touched = true
+	ar.mu.Unlock()
+}
+
+func (ar *activeRun) engineTouched() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.touched
+}
+
 func (ar *activeRun) failure() (string, string) {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
@@ -302,7 +318,9 @@ func (o *Orchestrator) onCrash(ev pluginmgr.CrashEvent) {
 		ar.mu.Lock()
 		var code string
 		switch {
-		case ev.Kind == "engine" && ar.engineH.Name == ev.Name && ar.engineH.Generation == ev.Generation:
+		case ev.Kind == "engine" && ar.engineH.Name == ev.Name && ar.engineH.Generation == ev.Generation && ar.touched:
+			// A run the engine had not begun is retried on the relaunch
+			// (runEngine); its broken stream is enough to notice.
 			code = core.CodeEngineCrashed
 		case ev.Kind == "sandbox" && ar.sandboxH.Name == ev.Name && ar.sandboxH.Generation == ev.Generation:
 			code = core.CodeSandboxCrashed
