@@ -3,16 +3,12 @@ package api_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,26 +16,17 @@ import (
 
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/hashicorp/go-hclog"
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 )
 
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agenthost-api-bin-")
+	dir, err := testenv.BuildBinaries(testenv.DefaultPluginPackages()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cmd := exec.Command("go", "build", "-o", dir+"/",
-		"github.com/agenthost/agenthost/cmd/agenthost-engine-mock",
-		"github.com/agenthost/agenthost/cmd/agenthost-sandbox-local",
-		"github.com/agenthost/agenthost/cmd/agenthost-toolpack-patch")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build plugins:", err)
 		os.Exit(1)
 	}
 	binDir = dir
@@ -59,38 +46,6 @@ type env struct {
 	readA  string // apps.read only, tenant "default"
 }
 
-func pluginConfigDir(t testing.TB) string {
-	dir := t.TempDir()
-	for name, body := range map[string]string{
-		"mock":  "plugin \"mock\" {\n kind = \"engine\"\n command = \"agenthost-engine-mock\"\n}\n",
-		"local": "plugin \"local\" {\n kind = \"sandbox\"\n command = \"agenthost-sandbox-local\"\n}\n",
-		"patch": "plugin \"patch\" {\n kind = \"toolpack\"\n command = \"agenthost-toolpack-patch\"\n}\n",
-	} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".hcl"), []byte(body), 0o644))
-	}
-	return dir
-}
-
-func freshPostgres(t testing.TB) string {
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("TEST_DATABASE_URL not set: PostgreSQL API tests skipped (.ci/run sets it)")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "api_" + hex.EncodeToString(b[:])
-	admin, err := sqlx.Open("postgres", base)
-	require.NoError(t, err)
-	_, err = admin.Exec("CREATE SCHEMA " + schema)
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE"); admin.Close() })
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 // eachDialect runs fn against a host on SQLite and on PostgreSQL.
 func eachDialect(t *testing.T, fn func(e *env)) {
 	for _, d := range []string{"sqlite", "postgres"} {
@@ -101,9 +56,9 @@ func eachDialect(t *testing.T, fn func(e *env)) {
 // startEnv starts a host on a fresh database of the dialect.
 func startEnv(t testing.TB, dialect string) *env {
 	dataDir := t.TempDir()
-	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: pluginConfigDir(t), DatabaseURL: filepath.Join(dataDir, "a.db")}
+	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: testenv.PluginConfigDir(t, "mock", "local", "patch"), DatabaseURL: filepath.Join(dataDir, "a.db")}
 	if dialect == "postgres" {
-		cfg.DatabaseURL = freshPostgres(t)
+		cfg.DatabaseURL = testenv.PostgresURL(t)
 	}
 	t.Setenv("AGENTHOST_BOOTSTRAP_TOKEN", "token-a")
 	ctx := context.Background()

@@ -3,10 +3,7 @@ package hostapp_test
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +15,9 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/hashicorp/go-hclog"
-	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,52 +26,15 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agenthost-crash-bin-")
+	dir, err := testenv.BuildBinaries("cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "host/hostapp/testdata/crashhost")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cmd := exec.Command("go", "build", "-o", dir+"/",
-		"github.com/agenthost/agenthost/cmd/agenthost-engine-mock",
-		"github.com/agenthost/agenthost/cmd/agenthost-sandbox-local",
-		"github.com/agenthost/agenthost/host/hostapp/testdata/crashhost")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build:", err)
 		os.Exit(1)
 	}
 	binDir = dir
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-func pluginConfigs(t *testing.T) string {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "mock.hcl"), []byte("plugin \"mock\" {\n kind = \"engine\"\n command = \"agenthost-engine-mock\"\n}\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "local.hcl"), []byte("plugin \"local\" {\n kind = \"sandbox\"\n command = \"agenthost-sandbox-local\"\n}\n"), 0o644))
-	return dir
-}
-
-// freshPostgres returns a URL for an empty schema, or skips.
-func freshPostgres(t *testing.T) string {
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("TEST_DATABASE_URL not set: PostgreSQL crash test skipped (.ci/run sets it)")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "crash_" + hex.EncodeToString(b[:])
-	admin, err := sqlx.Open("postgres", base)
-	require.NoError(t, err)
-	_, err = admin.Exec("CREATE SCHEMA " + schema)
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE"); admin.Close() })
-	u, _ := url.Parse(base)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // TestSIGKILLLosesNoCommittedEvent kills the host with SIGKILL while five
@@ -87,10 +47,10 @@ func TestSIGKILLLosesNoCommittedEvent(t *testing.T) {
 			dataDir := t.TempDir()
 			dbURL := filepath.Join(dataDir, "agenthost.db")
 			if dialect == "postgres" {
-				dbURL = freshPostgres(t)
+				dbURL = testenv.PostgresURL(t)
 			}
 			const runs = 5
-			cmd := exec.Command(filepath.Join(binDir, "crashhost"), dbURL, dataDir, binDir, pluginConfigs(t), strconv.Itoa(runs))
+			cmd := exec.Command(filepath.Join(binDir, "crashhost"), dbURL, dataDir, binDir, testenv.PluginConfigDir(t, "mock", "local"), strconv.Itoa(runs))
 			cmd.Stderr = os.Stderr
 			out, err := cmd.StdoutPipe()
 			require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/hashicorp/go-hclog"
@@ -22,9 +23,9 @@ func TestRunPersistsOnEachDialect(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
 			dataDir := t.TempDir()
-			cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: pluginConfigs(t), DatabaseURL: filepath.Join(dataDir, "a.db")}
+			cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: testenv.PluginConfigDir(t, "mock", "local"), DatabaseURL: filepath.Join(dataDir, "a.db")}
 			if dialect == "postgres" {
-				cfg.DatabaseURL = freshPostgres(t)
+				cfg.DatabaseURL = testenv.PostgresURL(t)
 			}
 			ctx := context.Background()
 			h, err := hostapp.Start(ctx, cfg, hclog.NewNullLogger())

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/orchestrator/orchestratortest"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -24,18 +24,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agenthost-e2e-bin-")
+	dir, err := testenv.BuildBinaries(testenv.DefaultPluginPackages()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cmd := exec.Command("go", "build", "-o", dir+"/",
-		"github.com/agenthost/agenthost/cmd/agenthost-engine-mock",
-		"github.com/agenthost/agenthost/cmd/agenthost-sandbox-local",
-		"github.com/agenthost/agenthost/cmd/agenthost-toolpack-patch")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build plugins:", err)
 		os.Exit(1)
 	}
 	binDir = dir

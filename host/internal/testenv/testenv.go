@@ -1,0 +1,96 @@
+// Package testenv holds what the host's end-to-end tests share: building the
+// real plugin binaries once, a fresh PostgreSQL schema per test, and plugin
+// config files. Only tests import it.
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the PostgreSQL driver for the admin connection
+	"github.com/stretchr/testify/require"
+)
+
+// Module is this module's import path.
+const Module = "github.com/agenthost/agenthost"
+
+// DefaultPlugins are the binaries of the default plugin set, by config name.
+var DefaultPlugins = map[string]string{
+	"mock":  "agenthost-engine-mock",
+	"local": "agenthost-sandbox-local",
+	"patch": "agenthost-toolpack-patch",
+}
+
+var kinds = map[string]string{"mock": "engine", "local": "sandbox", "patch": "toolpack"}
+
+// BuildBinaries builds main packages (paths relative to the module, e.g.
+// "cmd/agenthost-engine-mock") into a new temporary folder, for TestMain.
+func BuildBinaries(pkgs ...string) (string, error) {
+	dir, err := os.MkdirTemp("", "agenthost-test-bin-")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"build", "-o", dir + "/"}
+	for _, p := range pkgs {
+		args = append(args, Module+"/"+p)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("build %v: %w", pkgs, err)
+	}
+	return dir, nil
+}
+
+// DefaultPluginPackages are the main packages of DefaultPlugins.
+func DefaultPluginPackages() []string {
+	return []string{"cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "cmd/agenthost-toolpack-patch"}
+}
+
+// PluginConfigDir writes one HCL file per named default plugin (bare command
+// names, found in the plugin dir) and returns the folder.
+func PluginConfigDir(t testing.TB, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		body := fmt.Sprintf("plugin %q {\n  kind    = %q\n  command = %q\n}\n", n, kinds[n], DefaultPlugins[n])
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n+".hcl"), []byte(body), 0o644))
+	}
+	return dir
+}
+
+// PostgresURL returns a URL for a new, empty schema of TEST_DATABASE_URL,
+// dropped after the test; it skips the test when the variable is unset
+// (.ci/run always sets it).
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("TEST_DATABASE_URL not set: PostgreSQL variant skipped (.ci/run sets it)")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "t_" + hex.EncodeToString(b[:])
+	admin, err := sqlx.Open("postgres", base)
+	require.NoError(t, err)
+	_, err = admin.Exec("CREATE SCHEMA " + schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
