@@ -1,75 +1,106 @@
 package dirfs
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
-	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
-	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/workspace"
+	"golang.org/x/sys/unix"
 )
 
-// DefaultListLimit caps a listing when the caller sets no limit.
-const DefaultListLimit = 10000
-
-// ExecFunc runs a command with its working folder already resolved to a host
-// path inside the workspace.
+// ExecFunc runs a command for a workspace. root is the host path of the
+// workspace and dir the host path of the working folder, already confined to
+// it; req.Argv is non-empty. Backends differ only here.
 type ExecFunc func(ctx context.Context, root, dir string, req workspace.ExecRequest) (workspace.ExecResult, error)
 
-// FS is a workspace over one host directory.
+// FS is a workspace over one host directory. It is safe for concurrent use;
+// like any directory, concurrent writers to one file race (last rename wins).
 type FS struct {
-	root string
-	exec ExecFunc
+	root     string
+	exec     ExecFunc
+	maxBytes int64
 }
 
-// New returns a workspace rooted at dir (which must exist); exec runs
-// commands, or nil to refuse them with plugin.CodeUnsupported.
-func New(dir string, exec ExecFunc) (*FS, error) {
+// Option adjusts an FS.
+type Option func(*FS)
+
+// MaxFileBytes makes WriteFile refuse, and ReadFile refuse to return, more
+// than n bytes (plugin.CodeTooLarge). 0 means no limit.
+func MaxFileBytes(n int64) Option { return func(f *FS) { f.maxBytes = n } }
+
+// New returns a workspace rooted at dir, which must exist. exec runs
+// commands; nil makes Exec answer plugin.CodeUnsupported.
+func New(dir string, exec ExecFunc, opts ...Option) (*FS, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	// Resolve the root itself once so that confinement checks compare real
-	// paths (the root may sit under a symlinked /tmp, say).
+	// Resolve the root itself once so that confinement compares real paths
+	// (the root may sit under a symlinked /tmp, say).
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return nil, fmt.Errorf("workspace root %s: %w", dir, err)
 	}
-	return &FS{root: real, exec: exec}, nil
+	f := &FS{root: real, exec: exec}
+	for _, o := range opts {
+		o(f)
+	}
+	return f, nil
 }
 
-// Root is the host path of the workspace.
+// Root is the host path of the workspace (symlinks resolved).
 func (f *FS) Root() string { return f.root }
 
 var _ workspace.Workspace = (*FS)(nil)
 
+// open opens the root for one operation. Opening per call (one syscall)
+// rather than holding a descriptor means a workspace whose folder was
+// removed answers NotFound instead of operating on a deleted directory.
+func (f *FS) open() (*os.Root, error) {
+	r, err := os.OpenRoot(f.root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, plugin.Errorf(plugin.CodeNotFound, "", "the workspace no longer exists")
+	}
+	return r, err
+}
+
+// mapErr turns an OS error about workspace path p into a coded error.
 func mapErr(p string, err error) error {
+	var pe *plugin.Error
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &pe):
+		return err
+	case isEscape(err):
+		return denied(p, "leads outside the workspace")
 	case errors.Is(err, fs.ErrNotExist):
 		return plugin.Errorf(plugin.CodeNotFound, p, "%q does not exist", p)
 	case errors.Is(err, fs.ErrExist):
 		return plugin.Errorf(plugin.CodeAlreadyExists, p, "%q already exists", p)
-	}
-	var pe *plugin.Error
-	if errors.As(err, &pe) {
-		return err
+	case errors.Is(err, syscall.ENOTDIR):
+		return plugin.Errorf(plugin.CodeInvalidArgument, p, "a parent of %q is a file, not a folder", p)
+	case errors.Is(err, syscall.EISDIR):
+		return plugin.Errorf(plugin.CodeIsDirectory, p, "%q is a folder", p)
+	case errors.Is(err, syscall.ELOOP):
+		return denied(p, "has too many levels of symlinks")
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return plugin.Errorf(plugin.CodeInvalidArgument, p, "%q has a name that is too long", p)
 	}
 	return fmt.Errorf("%s: %w", p, err)
-}
-
-func hashOf(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 func infoOf(rel string, fi fs.FileInfo) workspace.FileInfo {
@@ -80,205 +111,240 @@ func infoOf(rel string, fi fs.FileInfo) workspace.FileInfo {
 	return out
 }
 
-// ReadFile reads a file, or a 1-based inclusive line range of it. FileInfo
-// describes the whole file (its size and sha256), not the range.
-func (f *FS) ReadFile(_ context.Context, p string, opts workspace.ReadOptions) ([]byte, workspace.FileInfo, error) {
-	full, err := f.resolve(p)
+// openRegular opens a regular file for reading. O_NONBLOCK keeps a FIFO or
+// device a command left in the workspace from hanging the call at open; it
+// changes nothing for regular files. Folders are reported as CodeIsDirectory.
+func openRegular(r *os.Root, p, rel string) (*os.File, fs.FileInfo, error) {
+	file, err := r.OpenFile(rootName(rel), os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, mapErr(p, err)
+	}
+	fi, err := file.Stat()
+	switch {
+	case err != nil:
+		err = mapErr(p, err)
+	case fi.IsDir():
+		err = plugin.Errorf(plugin.CodeIsDirectory, p, "%q is a folder", p)
+	case !fi.Mode().IsRegular():
+		err = plugin.Errorf(plugin.CodeInvalidArgument, p, "%q is not a regular file", p)
+	}
+	if err != nil {
+		file.Close()
+		return nil, nil, err
+	}
+	return file, fi, nil
+}
+
+// hashFile returns the hex sha256 of a regular file under r.
+func hashFile(r *os.Root, rel string) (string, error) {
+	file, _, err := openRegular(r, rel, rel)
+	if err != nil {
+		return "", err
+	}
+	defer file.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, file); err != nil {
+		return "", mapErr(rel, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ReadFile reads a file, or a 1-based inclusive line range of it (line
+// endings kept; a start past the end gives no data). FileInfo describes the
+// whole file: size and sha256 of all of it, and Path as resolved through any
+// in-workspace symlinks. The file is streamed, so a small range of a large
+// file costs little memory.
+func (f *FS) ReadFile(ctx context.Context, p string, opts workspace.ReadOptions) ([]byte, workspace.FileInfo, error) {
+	if opts.StartLine < 0 || opts.EndLine < 0 || (opts.EndLine > 0 && opts.EndLine < opts.StartLine) {
+		return nil, workspace.FileInfo{}, plugin.Errorf(plugin.CodeInvalidArgument, "start_line",
+			"invalid line range %d-%d (1-based, inclusive, 0 = open end)", opts.StartLine, opts.EndLine)
+	}
+	rel, err := f.resolve(p, true)
 	if err != nil {
 		return nil, workspace.FileInfo{}, err
 	}
-	fi, err := os.Stat(full)
+	r, err := f.open()
+	if err != nil {
+		return nil, workspace.FileInfo{}, err
+	}
+	defer r.Close()
+	file, fi, err := openRegular(r, p, rel)
+	if err != nil {
+		return nil, workspace.FileInfo{}, err
+	}
+	defer file.Close()
+	whole := opts.StartLine <= 1 && opts.EndLine == 0
+	if whole && f.maxBytes > 0 && fi.Size() > f.maxBytes {
+		return nil, workspace.FileInfo{}, plugin.Errorf(plugin.CodeTooLarge, p, "%q has %d bytes; the limit is %d; read a line range", p, fi.Size(), f.maxBytes)
+	}
+	h := sha256.New()
+	hint := 0
+	if whole {
+		hint = int(fi.Size())
+	}
+	data, err := readLines(ctx, io.TeeReader(file, h), opts.StartLine, opts.EndLine, f.maxBytes, hint)
 	if err != nil {
 		return nil, workspace.FileInfo{}, mapErr(p, err)
 	}
-	if fi.IsDir() {
-		return nil, workspace.FileInfo{}, plugin.Errorf(plugin.CodeIsDirectory, p, "%q is a folder", p)
-	}
-	data, err := os.ReadFile(full)
-	if err != nil {
+	// Hash what the range did not need to read.
+	if _, err := io.Copy(h, file); err != nil {
 		return nil, workspace.FileInfo{}, mapErr(p, err)
 	}
-	info := infoOf(f.relOf(full), fi)
-	info.SHA256 = hashOf(data)
-	if opts.StartLine < 0 || opts.EndLine < 0 || (opts.EndLine > 0 && opts.EndLine < opts.StartLine) {
-		return nil, workspace.FileInfo{}, plugin.Errorf(plugin.CodeInvalidArgument, "start_line", "invalid line range %d-%d", opts.StartLine, opts.EndLine)
-	}
-	if opts.StartLine > 1 || opts.EndLine > 0 {
-		data = lineRange(data, opts.StartLine, opts.EndLine)
-	}
+	info := infoOf(rel, fi)
+	info.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return data, info, nil
 }
 
-// lineRange cuts lines start..end (1-based, inclusive; 0 = open) keeping
-// their line endings.
-func lineRange(data []byte, start, end int) []byte {
+// readLines keeps lines start..end (1-based, inclusive; 0 = open) of r and
+// stops reading after end. max > 0 caps the bytes kept; hint sizes the
+// buffer when the caller knows roughly how much will be kept.
+func readLines(ctx context.Context, r io.Reader, start, end int, max int64, hint int) ([]byte, error) {
 	if start < 1 {
 		start = 1
 	}
-	line, from := 1, -1
-	for i := 0; i <= len(data); i++ {
-		if line == start && from < 0 {
-			from = i
+	br := bufio.NewReaderSize(r, 64<<10)
+	out := make([]byte, 0, hint)
+	for line := 1; end == 0 || line <= end; line++ {
+		if line%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		if i == len(data) {
+		// ReadSlice avoids a copy per line; a line longer than the buffer
+		// comes back in pieces (ErrBufferFull), handled by looping.
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if line >= start {
+				if max > 0 && int64(len(out)+len(chunk)) > max {
+					return nil, plugin.Errorf(plugin.CodeTooLarge, "", "the selected lines exceed %d bytes; read a smaller range", max)
+				}
+				out = append(out, chunk...)
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err == io.EOF {
+				return out, nil
+			}
+			if err != nil {
+				return nil, err
+			}
 			break
 		}
-		if data[i] == '\n' {
-			if end > 0 && line == end {
-				return data[from : i+1]
-			}
-			line++
-		}
 	}
-	if from < 0 || from >= len(data) {
-		return []byte{}
-	}
-	return data[from:]
+	return out, nil
 }
 
-// WriteFile replaces a file atomically (temp file + rename), creating
-// parent folders.
+// WriteFile replaces a file atomically: the data goes to a temp file in the
+// same folder which is then renamed over the target, so a reader sees the old
+// content or the new, never a mix. Parents are created (0755); mode 0
+// means 0644 and only permission bits are kept (no setuid from a tool). A
+// final symlink is followed only when it stays in the workspace. There is no
+// fsync: the working copy is scratch, durable state is the host's snapshot.
 func (f *FS) WriteFile(_ context.Context, p string, data []byte, mode uint32) (workspace.FileInfo, error) {
-	full, err := f.resolve(p)
+	rel, err := f.resolve(p, true)
 	if err != nil {
 		return workspace.FileInfo{}, err
 	}
-	if full == f.root {
+	if rel == "" {
 		return workspace.FileInfo{}, denied(p, "is the workspace root")
 	}
-	if fi, err := os.Stat(full); err == nil && fi.IsDir() {
-		return workspace.FileInfo{}, plugin.Errorf(plugin.CodeIsDirectory, p, "%q is a folder", p)
+	if f.maxBytes > 0 && int64(len(data)) > f.maxBytes {
+		return workspace.FileInfo{}, plugin.Errorf(plugin.CodeTooLarge, p, "%d bytes for %q; the limit is %d", len(data), p, f.maxBytes)
 	}
 	if mode == 0 {
 		mode = 0o644
 	}
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+	r, err := f.open()
+	if err != nil {
+		return workspace.FileInfo{}, err
+	}
+	defer r.Close()
+	if fi, err := r.Lstat(rel); err == nil && fi.IsDir() {
+		return workspace.FileInfo{}, plugin.Errorf(plugin.CodeIsDirectory, p, "%q is a folder", p)
+	}
+	dir := path.Dir(rel)
+	if err := r.MkdirAll(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			err = syscall.ENOTDIR // a file sits where a parent folder should be
+		}
 		return workspace.FileInfo{}, mapErr(p, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(full), ".agenthost-write-*")
+	tmp := path.Join(dir, ".agenthost-tmp-"+rand.Text()[:16])
+	file, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return workspace.FileInfo{}, mapErr(p, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return workspace.FileInfo{}, err
+	_, err = file.Write(data)
+	if err == nil {
+		err = file.Chmod(fs.FileMode(mode).Perm())
 	}
-	if err := tmp.Chmod(fs.FileMode(mode).Perm()); err != nil {
-		tmp.Close()
-		return workspace.FileInfo{}, err
+	if cerr := file.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return workspace.FileInfo{}, err
+	if err == nil {
+		err = r.Rename(tmp, rel)
 	}
-	if err := os.Rename(tmp.Name(), full); err != nil {
+	if err != nil {
+		_ = r.Remove(tmp)
 		return workspace.FileInfo{}, mapErr(p, err)
 	}
-	fi, err := os.Stat(full)
+	fi, err := r.Lstat(rel)
 	if err != nil {
 		return workspace.FileInfo{}, mapErr(p, err)
 	}
-	info := infoOf(f.relOf(full), fi)
-	info.SHA256 = hashOf(data)
+	info := infoOf(rel, fi)
+	sum := sha256.Sum256(data)
+	info.SHA256 = hex.EncodeToString(sum[:])
 	return info, nil
 }
 
-// Stat describes a file or folder.
+// Stat describes a file or folder (following in-workspace symlinks); files
+// carry their sha256.
 func (f *FS) Stat(_ context.Context, p string) (workspace.FileInfo, error) {
-	full, err := f.resolve(p)
+	rel, err := f.resolve(p, true)
 	if err != nil {
 		return workspace.FileInfo{}, err
 	}
-	fi, err := os.Stat(full)
+	r, err := f.open()
+	if err != nil {
+		return workspace.FileInfo{}, err
+	}
+	defer r.Close()
+	fi, err := r.Stat(rootName(rel))
 	if err != nil {
 		return workspace.FileInfo{}, mapErr(p, err)
 	}
-	info := infoOf(f.relOf(full), fi)
-	if !fi.IsDir() {
-		data, err := os.ReadFile(full)
-		if err != nil {
-			return workspace.FileInfo{}, mapErr(p, err)
+	info := infoOf(rel, fi)
+	if fi.Mode().IsRegular() {
+		if info.SHA256, err = hashFile(r, rel); err != nil {
+			return workspace.FileInfo{}, err
 		}
-		info.SHA256 = hashOf(data)
 	}
 	return info, nil
 }
 
-// List returns the entries under p in path order. Symlinks are listed as
-// files without following them, so a listing never leaves the workspace.
-func (f *FS) List(_ context.Context, p string, opts workspace.ListOptions) ([]workspace.FileInfo, bool, error) {
-	full, err := f.resolve(p)
-	if err != nil {
-		return nil, false, err
-	}
-	fi, err := os.Stat(full)
-	if err != nil {
-		return nil, false, mapErr(p, err)
-	}
-	if !fi.IsDir() {
-		return nil, false, plugin.Errorf(plugin.CodeInvalidArgument, p, "%q is not a folder", p)
-	}
-	limit := opts.Limit
-	if limit <= 0 {
-		limit = DefaultListLimit
-	}
-	var out []workspace.FileInfo
-	truncated := false
-	errStop := errors.New("stop")
-	err = filepath.WalkDir(full, func(fp string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if fp == full {
-			return nil
-		}
-		if len(out) >= limit {
-			truncated = true
-			return errStop
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		e := infoOf(f.relOf(fp), info)
-		if opts.WithHashes && info.Mode().IsRegular() {
-			data, err := os.ReadFile(fp)
-			if err != nil {
-				return err
-			}
-			e.SHA256 = hashOf(data)
-		}
-		out = append(out, e)
-		if d.IsDir() && !opts.Recursive {
-			return filepath.SkipDir
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return nil, false, mapErr(p, err)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, truncated, nil
-}
-
-// Remove deletes a file, or a folder (recursive is needed when it is not
-// empty). The root itself cannot be removed.
+// Remove deletes a file, a symlink (not its target) or a folder; a folder
+// that is not empty needs recursive. The root itself cannot be removed.
 func (f *FS) Remove(_ context.Context, p string, recursive bool) error {
-	full, err := f.resolve(p)
+	rel, err := f.resolve(p, false)
 	if err != nil {
 		return err
 	}
-	if full == f.root {
+	if rel == "" {
 		return denied(p, "is the workspace root")
 	}
-	if _, err := os.Lstat(full); err != nil {
+	r, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if _, err := r.Lstat(rel); err != nil {
 		return mapErr(p, err)
 	}
 	if recursive {
-		return mapErr(p, os.RemoveAll(full))
+		return mapErr(p, r.RemoveAll(rel))
 	}
-	if err := os.Remove(full); err != nil {
-		if errors.Is(err, fs.ErrExist) || strings.Contains(err.Error(), "directory not empty") {
+	if err := r.Remove(rel); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 			return plugin.Errorf(plugin.CodeInvalidArgument, p, "%q is a folder that is not empty; remove it recursively", p)
 		}
 		return mapErr(p, err)
@@ -286,32 +352,76 @@ func (f *FS) Remove(_ context.Context, p string, recursive bool) error {
 	return nil
 }
 
-// Rename moves a file or folder; the target must not exist.
+// Rename moves a file, symlink or folder, creating the target's parents. The
+// target must not exist (plugin.CodeAlreadyExists); on Linux the check and
+// the move are one step (RENAME_NOREPLACE), so a concurrent writer cannot be
+// overwritten.
 func (f *FS) Rename(_ context.Context, from, to string) error {
-	src, err := f.resolve(from)
+	src, err := f.resolve(from, false)
 	if err != nil {
 		return err
 	}
-	dst, err := f.resolve(to)
+	dst, err := f.resolve(to, false)
 	if err != nil {
 		return err
 	}
-	if src == f.root || dst == f.root {
+	if src == "" {
 		return denied(from, "is the workspace root")
 	}
-	if _, err := os.Lstat(src); err != nil {
+	if dst == "" {
+		return denied(to, "is the workspace root")
+	}
+	if dst == src || len(dst) > len(src) && dst[:len(src)+1] == src+"/" {
+		return plugin.Errorf(plugin.CodeInvalidArgument, to, "cannot move %q into itself", from)
+	}
+	r, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if _, err := r.Lstat(src); err != nil {
 		return mapErr(from, err)
 	}
-	if _, err := os.Lstat(dst); err == nil {
+	if _, err := r.Lstat(dst); err == nil {
 		return plugin.Errorf(plugin.CodeAlreadyExists, to, "%q already exists", to)
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := r.MkdirAll(path.Dir(dst), 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			err = syscall.ENOTDIR
+		}
 		return mapErr(to, err)
 	}
-	return mapErr(from, os.Rename(src, dst))
+	return renameNoReplace(r, src, dst, from, to)
 }
 
-// Exec runs a command through the backend's ExecFunc.
+// renameNoReplace renames within r without replacing an existing target,
+// using renameat2 on folders opened through r. Filesystems without
+// RENAME_NOREPLACE fall back to a plain rename after the caller's check.
+func renameNoReplace(r *os.Root, src, dst, from, to string) error {
+	sd, err := r.Open(path.Dir(src))
+	if err != nil {
+		return mapErr(from, err)
+	}
+	defer sd.Close()
+	dd, err := r.Open(path.Dir(dst))
+	if err != nil {
+		return mapErr(to, err)
+	}
+	defer dd.Close()
+	err = unix.Renameat2(int(sd.Fd()), path.Base(src), int(dd.Fd()), path.Base(dst), unix.RENAME_NOREPLACE)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS):
+		return mapErr(from, r.Rename(src, dst))
+	case errors.Is(err, unix.EEXIST):
+		return plugin.Errorf(plugin.CodeAlreadyExists, to, "%q already exists", to)
+	}
+	return mapErr(from, err)
+}
+
+// Exec runs a command through the backend's ExecFunc, in req.Dir confined
+// like any path. Env entries must be KEY=VALUE.
 func (f *FS) Exec(ctx context.Context, req workspace.ExecRequest) (workspace.ExecResult, error) {
 	if f.exec == nil {
 		return workspace.ExecResult{}, plugin.Errorf(plugin.CodeUnsupported, "", "this workspace cannot run commands")
@@ -319,45 +429,25 @@ func (f *FS) Exec(ctx context.Context, req workspace.ExecRequest) (workspace.Exe
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return workspace.ExecResult{}, plugin.Errorf(plugin.CodeInvalidArgument, "argv", "argv is empty")
 	}
-	dir, err := f.resolve(req.Dir)
+	for _, a := range req.Argv {
+		if strings.ContainsRune(a, 0) {
+			return workspace.ExecResult{}, plugin.Errorf(plugin.CodeInvalidArgument, "argv", "an argument contains a NUL byte")
+		}
+	}
+	for _, e := range req.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || strings.ContainsRune(e, 0) {
+			return workspace.ExecResult{}, plugin.Errorf(plugin.CodeInvalidArgument, "env", "env entry %q is not KEY=VALUE", e)
+		}
+	}
+	rel, err := f.resolve(req.Dir, true)
 	if err != nil {
 		return workspace.ExecResult{}, err
 	}
+	dir := filepath.Join(f.root, filepath.FromSlash(rel))
+	if fi, err := os.Stat(dir); err != nil {
+		return workspace.ExecResult{}, mapErr(req.Dir, err)
+	} else if !fi.IsDir() {
+		return workspace.ExecResult{}, plugin.Errorf(plugin.CodeInvalidArgument, "dir", "%q is not a folder", req.Dir)
+	}
 	return f.exec(ctx, f.root, dir, req)
-}
-
-// Files reads every regular file under the root, except excluded ones, in
-// path order: a sandbox snapshot.
-func (f *FS) Files(exclude func(rel string) bool) ([]sandbox.File, error) {
-	var out []sandbox.File
-	err := filepath.WalkDir(f.root, func(fp string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if fp == f.root {
-			return nil
-		}
-		rel := f.relOf(fp)
-		if exclude != nil && exclude(rel) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil // folders are implied; symlinks and devices are not content
-		}
-		data, err := os.ReadFile(fp)
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		out = append(out, sandbox.File{Path: rel, Mode: uint32(info.Mode().Perm()), Data: data})
-		return nil
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, err
 }

@@ -1,0 +1,156 @@
+package dirfs
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Groups tracks the process groups a workspace's commands run in, so that
+// stopping the workspace kills every process, including ones a command left
+// in the background (a dev server, say), and the goroutines still draining
+// their output. The zero value is ready to use.
+type Groups struct {
+	mu sync.Mutex
+	// pgid → start time of the group leader (clock ticks since boot, from
+	// /proc; 0 when unknown), to tell our group from a reused pid number.
+	pgids  map[int]uint64
+	closed bool
+	drains sync.WaitGroup
+	pipes  map[*drain]struct{}
+}
+
+// drain is output still being read (and dropped) after its command
+// returned, because a background process holds the pipes open.
+type drain struct{ pipes []io.Closer }
+
+// add records a group started by Exec. It answers false once the Groups is
+// closed: the caller must then kill the group it just started.
+func (g *Groups) add(pgid int) bool {
+	start, _ := procStart(pgid)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	if g.pgids == nil {
+		g.pgids = map[int]uint64{}
+	}
+	// Forget groups that have ended so the map stays as small as what is
+	// actually running.
+	for id := range g.pgids {
+		if syscall.Kill(-id, 0) == syscall.ESRCH {
+			delete(g.pgids, id)
+		}
+	}
+	g.pgids[pgid] = start
+	return true
+}
+
+// adopt takes ownership of output pipes that outlive their command; done
+// is closed when the copying goroutines have finished.
+func (g *Groups) adopt(done <-chan struct{}, pipes ...io.Closer) {
+	d := &drain{pipes: pipes}
+	g.mu.Lock()
+	if g.closed {
+		// Stopping already: end the copy now (the copiers return at once
+		// on a closed pipe) rather than Add to a WaitGroup being waited on.
+		g.mu.Unlock()
+		closeAll(pipes)
+		return
+	}
+	if g.pipes == nil {
+		g.pipes = map[*drain]struct{}{}
+	}
+	g.pipes[d] = struct{}{}
+	g.drains.Add(1)
+	g.mu.Unlock()
+	go func() {
+		defer g.drains.Done()
+		<-done
+		g.mu.Lock()
+		delete(g.pipes, d)
+		g.mu.Unlock()
+	}()
+}
+
+// Running reports how many tracked groups may still have processes.
+func (g *Groups) Running() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for id := range g.pgids {
+		if syscall.Kill(-id, 0) != syscall.ESRCH {
+			n++
+		}
+	}
+	return n
+}
+
+// KillAll sends SIGKILL to every tracked group that is still ours.
+func (g *Groups) KillAll() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.killLocked()
+}
+
+func (g *Groups) killLocked() {
+	for id, start := range g.pgids {
+		// Linux does not reuse a pid number while a group of that id has
+		// members, so if the number now belongs to another process, our
+		// group is gone and the signal would hit a stranger's.
+		if start != 0 {
+			if now, ok := procStart(id); ok && now != start {
+				delete(g.pgids, id)
+				continue
+			}
+		}
+		_ = syscall.Kill(-id, syscall.SIGKILL)
+		delete(g.pgids, id)
+	}
+}
+
+// Close kills every group, ends output drains and makes later Execs fail:
+// the workspace is being stopped. It waits for the drain goroutines.
+func (g *Groups) Close() {
+	g.mu.Lock()
+	g.closed = true
+	g.killLocked()
+	for d := range g.pipes {
+		// Closing the read ends wakes the goroutines blocked on them.
+		closeAll(d.pipes)
+	}
+	g.mu.Unlock()
+	g.drains.Wait()
+}
+
+func closeAll(cs []io.Closer) {
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}
+
+// procStart reads a process's start time from /proc/<pid>/stat (field 22).
+// The command name (field 2) may hold spaces and parentheses, so fields are
+// counted from the last ')'.
+func procStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	const startField = 22 - 3 // fields after ')' begin at field 3 (state)
+	if len(f) <= startField {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(f[startField], 10, 64)
+	return v, err == nil
+}

@@ -1,0 +1,194 @@
+package dirfs
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/agenthost/agenthost/sdk/workspace"
+)
+
+// DefaultListLimit caps a listing when the caller sets no limit: enough for
+// any app's source tree, small enough that a stray node_modules cannot make
+// one answer enormous.
+const DefaultListLimit = 10000
+
+// errStop ends a walk early without being an error.
+var errStop = errors.New("stop walking")
+
+type entry struct {
+	rel string
+	d   fs.DirEntry
+}
+
+// entryHeap orders entries by path, byte-wise.
+type entryHeap []entry
+
+func (h entryHeap) Len() int           { return len(h) }
+func (h entryHeap) Less(i, j int) bool { return h[i].rel < h[j].rel }
+func (h entryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *entryHeap) Push(x any)        { *h = append(*h, x.(entry)) }
+func (h *entryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// walk visits the entries under folder start ("" = root) in byte order of
+// their full paths, which a plain depth-first walk does not give ("a.txt"
+// sorts between "a" and "a/b"). A heap of discovered entries does: every
+// path still undiscovered lies under a folder in the heap and so sorts after
+// it. A listing can therefore stop at its limit having read only the folders
+// it returned. visit says whether to descend into a folder; symlinks to
+// folders are entries, never descended, so a walk never leaves the root.
+// Returning errStop from visit ends the walk cleanly.
+func walk(ctx context.Context, r *os.Root, start string, visit func(rel string, d fs.DirEntry) (bool, error)) error {
+	h := &entryHeap{}
+	push := func(dir string) error {
+		d, err := r.Open(rootName(dir))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		list, err := d.ReadDir(-1)
+		if err != nil {
+			return err
+		}
+		for _, e := range list {
+			heap.Push(h, entry{rel: path.Join(dir, e.Name()), d: e})
+		}
+		return nil
+	}
+	if err := push(start); err != nil {
+		return err
+	}
+	for h.Len() > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e := heap.Pop(h).(entry)
+		descend, err := visit(e.rel, e.d)
+		if errors.Is(err, errStop) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if descend && e.d.IsDir() {
+			// A folder removed since it was listed is simply gone.
+			if err := push(e.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// List returns the entries under folder p ("" for the root) sorted by path,
+// with paths relative to the root. Recursive listings include folders
+// (IsDir). Symlinks are listed as themselves and never followed. Limit 0
+// means DefaultListLimit; truncated says entries were left out.
+func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]workspace.FileInfo, bool, error) {
+	rel, err := f.resolve(p, true)
+	if err != nil {
+		return nil, false, err
+	}
+	r, err := f.open()
+	if err != nil {
+		return nil, false, err
+	}
+	defer r.Close()
+	fi, err := r.Stat(rootName(rel))
+	if err != nil {
+		return nil, false, mapErr(p, err)
+	}
+	if !fi.IsDir() {
+		return nil, false, plugin.Errorf(plugin.CodeInvalidArgument, p, "%q is not a folder", p)
+	}
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	out := []workspace.FileInfo{}
+	truncated := false
+	err = walk(ctx, r, rel, func(erel string, d fs.DirEntry) (bool, error) {
+		if len(out) >= limit {
+			truncated = true
+			return false, errStop
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // removed while we listed
+		}
+		if err != nil {
+			return false, err
+		}
+		e := infoOf(erel, info)
+		if opts.WithHashes && info.Mode().IsRegular() {
+			e.SHA256, err = hashFile(r, erel)
+			if plugin.HasCode(err, plugin.CodeNotFound) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+		}
+		out = append(out, e)
+		return opts.Recursive, nil
+	})
+	if err != nil {
+		return nil, false, mapErr(p, err)
+	}
+	return out, truncated, nil
+}
+
+// Files reads every regular file of the workspace in path order, for a
+// sandbox snapshot. Folders are implied by their files; symlinks, devices and
+// FIFOs are not content and are skipped. exclude (nil for none) drops a path;
+// an excluded folder is not walked at all.
+func (f *FS) Files(ctx context.Context, exclude func(rel string) bool) ([]sandbox.File, error) {
+	r, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []sandbox.File
+	err = walk(ctx, r, "", func(rel string, d fs.DirEntry) (bool, error) {
+		if exclude != nil && exclude(rel) {
+			return false, nil
+		}
+		if d.IsDir() {
+			return true, nil
+		}
+		if !d.Type().IsRegular() {
+			return false, nil
+		}
+		file, fi, err := openRegular(r, rel, rel)
+		if err != nil {
+			if plugin.HasCode(err, plugin.CodeNotFound) {
+				return false, nil
+			}
+			return false, err
+		}
+		defer file.Close()
+		// Room for the whole file plus ReadFrom's probe for EOF, so the
+		// buffer is allocated once.
+		buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+		if _, err := buf.ReadFrom(file); err != nil {
+			return false, mapErr(rel, err)
+		}
+		out = append(out, sandbox.File{Path: rel, Mode: uint32(fi.Mode().Perm()), Data: buf.Bytes()})
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
