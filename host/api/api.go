@@ -66,7 +66,11 @@ func New(d Deps) http.Handler {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", s.ready)
 
+	r.GET("/models", s.authenticate, require(ScopeRead), s.listModels)
+
 	a := r.Group("/admin", s.authenticate)
+	a.POST("/models", require(ScopeAdmin), s.createModel)
+	a.PUT("/models/default", require(ScopeAdmin), s.setDefaultModel)
 	a.POST("/apps", require(ScopeWrite), s.createApp)
 	a.GET("/apps", require(ScopeRead), s.listApps)
 	a.GET("/apps/:app_id", require(ScopeRead), s.getApp)

@@ -83,11 +83,6 @@ func (s *Server) createRun(c *gin.Context) {
 	case len(req.Prompt) > maxPromptChars:
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "prompt", "prompt is over %d characters", maxPromptChars))
 		return
-	case req.ModelID != nil && *req.ModelID != "":
-		// Models are not configured on this host yet: any explicit id is
-		// unavailable.
-		_ = c.Error(core.Errf(core.CodeModelUnavailable, "model_id", "model %q is not available to this tenant", *req.ModelID))
-		return
 	case req.ChatSessionID != "":
 		_ = c.Error(core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", req.ChatSessionID))
 		return
@@ -112,6 +107,15 @@ func (s *Server) createRun(c *gin.Context) {
 			return
 		}
 	}
+	requested := ""
+	if req.ModelID != nil {
+		requested = *req.ModelID
+	}
+	model, err := s.pinModel(ctx, p.TenantID, requested, eng)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
 	files, err := s.deps.Store.RevisionFiles(ctx, a.DraftRevisionID)
 	if err != nil {
 		_ = c.Error(err)
@@ -121,6 +125,7 @@ func (s *Server) createRun(c *gin.Context) {
 		TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, BaseRevisionID: a.DraftRevisionID,
 		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
 		IdempotencyKey: key, IdempotencyHash: fingerprint,
+		Model: model, RequestedModelID: requested,
 	})
 	if err != nil && key != "" && errors.Is(err, store.ErrConflict) {
 		// A concurrent request with the same key won the insert.

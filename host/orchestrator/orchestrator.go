@@ -89,6 +89,9 @@ type StartRequest struct {
 	// IdempotencyKey and IdempotencyHash are recorded on the run; the store
 	// refuses a second run with the same key for the tenant.
 	IdempotencyKey, IdempotencyHash string
+	// RequestedModelID is the model the request named ("" for auto); the
+	// pinned one is Model.ID.
+	RequestedModelID string
 }
 
 // relaunchWait bounds how long a run waits for a plugin that has just
@@ -143,6 +146,7 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 		ChatSessionID: req.ChatSessionID, BaseRevisionID: req.BaseRevisionID, Prompt: req.Prompt, Status: core.RunQueued,
 		Engine: req.Engine, SandboxBackend: req.Sandbox, CreatedAt: now, UpdatedAt: now,
 		IdempotencyKey: req.IdempotencyKey, IdempotencyHash: req.IdempotencyHash,
+		RequestedModelID: req.RequestedModelID, ResolvedModelID: req.Model.ID,
 	}
 	if run.ID == "" {
 		run.ID = NewID("run")

@@ -1,0 +1,196 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/gin-gonic/gin"
+)
+
+type modelJSON struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	Kind          string `json:"kind"`
+	Provider      string `json:"provider"`
+	ProviderModel string `json:"provider_model"`
+	// Scope is "tenant" or "global".
+	Scope     string `json:"scope"`
+	Active    bool   `json:"active"`
+	IsDefault bool   `json:"is_default"`
+}
+
+func modelOut(m store.Model, defaultID string) modelJSON {
+	scope := "global"
+	if m.TenantID != "" {
+		scope = "tenant"
+	}
+	return modelJSON{ID: m.ID, Name: m.Name, Kind: m.Kind, Provider: m.Provider, ProviderModel: m.ProviderModel, Scope: scope, Active: m.Active, IsDefault: m.ID == defaultID}
+}
+
+// listModels answers GET /models: the active chat models the tenant can see.
+func (s *Server) listModels(c *gin.Context) {
+	ctx := c.Request.Context()
+	tenant := principal(c).TenantID
+	models, err := s.deps.Store.VisibleModels(ctx, tenant)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	def, err := s.resolveDefault(ctx, tenant)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	out := make([]modelJSON, len(models))
+	for i, m := range models {
+		out[i] = modelOut(m, def.ID)
+	}
+	c.JSON(http.StatusOK, gin.H{"items": out})
+}
+
+type createModelRequest struct {
+	Name          string `json:"name"`
+	Provider      string `json:"provider"`
+	ProviderModel string `json:"provider_model"`
+	BaseURL       string `json:"base_url"`
+	// APIKeyEnv names the environment variable holding the key; keys are
+	// never stored.
+	APIKeyEnv string `json:"api_key_env"`
+	// Scope is "tenant" (default) or "global".
+	Scope    string `json:"scope"`
+	Inactive bool   `json:"inactive"`
+	Bindings []struct {
+		Engine        string `json:"engine"`
+		EngineModelID string `json:"engine_model_id"`
+	} `json:"bindings"`
+}
+
+// createModel answers POST /admin/models (admin scope).
+func (s *Server) createModel(c *gin.Context) {
+	var req createModelRequest
+	if err := bindJSON(c, maxJSONBody, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	for field, v := range map[string]string{"name": req.Name, "provider": req.Provider, "provider_model": req.ProviderModel} {
+		if strings.TrimSpace(v) == "" {
+			_ = c.Error(core.Errf(core.CodeInvalidRequest, field, "%s is required", field))
+			return
+		}
+	}
+	if req.APIKeyEnv != "" && strings.ContainsAny(req.APIKeyEnv, "= \t") {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "api_key_env", "api_key_env is the name of an environment variable, not its value"))
+		return
+	}
+	tenant := principal(c).TenantID
+	switch req.Scope {
+	case "", "tenant":
+	case "global":
+		tenant = ""
+	default:
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "scope", `scope must be "tenant" or "global"`))
+		return
+	}
+	m := store.Model{ID: orchestrator.NewID("mdl"), TenantID: tenant, Name: req.Name, Kind: "chat", Provider: req.Provider,
+		ProviderModel: req.ProviderModel, BaseURL: req.BaseURL, APIKeyEnv: req.APIKeyEnv, Active: !req.Inactive}
+	var bindings []store.Binding
+	for _, b := range req.Bindings {
+		if b.Engine == "" || b.EngineModelID == "" {
+			_ = c.Error(core.Errf(core.CodeInvalidRequest, "bindings", "each binding needs engine and engine_model_id"))
+			return
+		}
+		bindings = append(bindings, store.Binding{TenantID: tenant, Engine: b.Engine, EngineModelID: b.EngineModelID})
+	}
+	if err := s.deps.Store.CreateModel(c.Request.Context(), m, bindings); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, modelOut(m, ""))
+}
+
+type setDefaultRequest struct {
+	ModelID string `json:"model_id"`
+	// Scope is "tenant" (default) or "global".
+	Scope string `json:"scope"`
+}
+
+// setDefaultModel answers PUT /admin/models/default (admin scope).
+func (s *Server) setDefaultModel(c *gin.Context) {
+	var req setDefaultRequest
+	if err := bindJSON(c, maxJSONBody, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	ctx := c.Request.Context()
+	tenant := principal(c).TenantID
+	m, err := s.deps.Store.VisibleModel(ctx, tenant, req.ModelID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	target := tenant
+	switch req.Scope {
+	case "", "tenant":
+	case "global":
+		if m.TenantID != "" {
+			_ = c.Error(core.Errf(core.CodeInvalidRequest, "model_id", "a tenant's model cannot be the global default"))
+			return
+		}
+		target = ""
+	default:
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "scope", `scope must be "tenant" or "global"`))
+		return
+	}
+	if err := s.deps.Store.SetDefaultModel(ctx, target, m.ID); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"model_id": m.ID, "scope": map[bool]string{true: "global", false: "tenant"}[target == ""]})
+}
+
+// resolveDefault picks the model a run gets when it names none: the
+// tenant's default, else the global default, else the first active chat
+// model the tenant can see. A zero Model means there is none.
+func (s *Server) resolveDefault(ctx context.Context, tenant string) (store.Model, error) {
+	for _, scope := range []string{tenant, ""} {
+		id, err := s.deps.Store.DefaultModelID(ctx, scope)
+		if err != nil {
+			return store.Model{}, err
+		}
+		if id == "" {
+			continue
+		}
+		if m, err := s.deps.Store.VisibleModel(ctx, tenant, id); err == nil {
+			return m, nil
+		}
+	}
+	models, err := s.deps.Store.VisibleModels(ctx, tenant)
+	if err != nil || len(models) == 0 {
+		return store.Model{}, err
+	}
+	return models[0], nil
+}
+
+// pinModel resolves the run's model and the engine's own id for it.
+func (s *Server) pinModel(ctx context.Context, tenant, requested, engineName string) (engine.Model, error) {
+	var m store.Model
+	var err error
+	if requested != "" {
+		m, err = s.deps.Store.VisibleModel(ctx, tenant, requested)
+	} else {
+		m, err = s.resolveDefault(ctx, tenant)
+	}
+	if err != nil || m.ID == "" {
+		return engine.Model{}, err
+	}
+	engineID, err := s.deps.Store.EngineModelID(ctx, m.ID, tenant, engineName)
+	if err != nil {
+		return engine.Model{}, err
+	}
+	return engine.Model{ID: m.ID, Provider: m.Provider, ProviderModel: m.ProviderModel, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, EngineModelID: engineID}, nil
+}

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/jmoiron/sqlx"
+)
+
+// Model is a model the host can pin on runs. TenantID is empty for a global
+// model.
+type Model struct {
+	ID            string `db:"id"`
+	TenantID      string `db:"tenant_id"`
+	Name          string `db:"name"`
+	Kind          string `db:"kind"`
+	Provider      string `db:"provider"`
+	ProviderModel string `db:"provider_model"`
+	BaseURL       string `db:"base_url"`
+	APIKeyEnv     string `db:"api_key_env"`
+	Active        bool   `db:"active"`
+	CreatedAt     int64  `db:"created_at"`
+}
+
+// Binding maps a model to an engine's own model id, globally (TenantID "")
+// or for one tenant.
+type Binding struct {
+	TenantID      string `db:"tenant_id"`
+	Engine        string `db:"engine"`
+	EngineModelID string `db:"engine_model_id"`
+}
+
+const modelColumns = `id, COALESCE(tenant_id, '') AS tenant_id, name, kind, provider, provider_model, base_url, api_key_env, active, created_at`
+
+// CreateModel stores a model with its bindings.
+func (s *Store) CreateModel(ctx context.Context, m Model, bindings []Binding) error {
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO models (id, tenant_id, name, kind, provider, provider_model, base_url, api_key_env, active, created_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), m.ID, nullStr(m.TenantID), m.Name, m.Kind, m.Provider, m.ProviderModel, m.BaseURL, m.APIKeyEnv, m.Active, time.Now().UnixMilli()); err != nil {
+			return translate(err)
+		}
+		for _, b := range bindings {
+			if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO model_bindings (model_id, tenant_id, engine, engine_model_id) VALUES (?, ?, ?, ?)`),
+				m.ID, b.TenantID, b.Engine, b.EngineModelID); err != nil {
+				return translate(err)
+			}
+		}
+		return nil
+	})
+}
+
+// VisibleModels lists the active chat models a tenant can use: its own and
+// the global ones, oldest first.
+func (s *Store) VisibleModels(ctx context.Context, tenantID string) ([]Model, error) {
+	var out []Model
+	err := s.r.SelectContext(ctx, &out, s.rebind(`SELECT `+modelColumns+` FROM models
+ WHERE active = ? AND kind = 'chat' AND (tenant_id IS NULL OR tenant_id = ?) ORDER BY created_at, id`), true, tenantID)
+	return out, translate(err)
+}
+
+// VisibleModel returns a model if the tenant can use it (active, chat, its
+// own or global); otherwise CODING_AGENT_MODEL_UNAVAILABLE.
+func (s *Store) VisibleModel(ctx context.Context, tenantID, id string) (Model, error) {
+	var m Model
+	err := s.r.GetContext(ctx, &m, s.rebind(`SELECT `+modelColumns+` FROM models WHERE id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (!m.Active || m.Kind != "chat" || (m.TenantID != "" && m.TenantID != tenantID))) {
+		return Model{}, core.Errf(core.CodeModelUnavailable, "model_id", "model %q is not available to this tenant", id)
+	}
+	return m, translate(err)
+}
+
+// SetDefaultModel sets a tenant's default model ("" for the global one).
+func (s *Store) SetDefaultModel(ctx context.Context, tenantID, modelID string) error {
+	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO model_defaults (tenant_id, model_id) VALUES (?, ?)
+ ON CONFLICT (tenant_id) DO UPDATE SET model_id = excluded.model_id`), tenantID, modelID)
+	return translate(err)
+}
+
+// DefaultModelID returns a tenant's default ("" for the global one), or "".
+func (s *Store) DefaultModelID(ctx context.Context, tenantID string) (string, error) {
+	var id string
+	err := s.r.GetContext(ctx, &id, s.rebind(`SELECT model_id FROM model_defaults WHERE tenant_id = ?`), tenantID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, translate(err)
+}
+
+// EngineModelID returns the engine's own id for a model: the tenant's
+// binding wins over the global one; "" when there is none.
+func (s *Store) EngineModelID(ctx context.Context, modelID, tenantID, engine string) (string, error) {
+	var rows []Binding
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT tenant_id, engine, engine_model_id FROM model_bindings
+ WHERE model_id = ? AND engine = ? AND (tenant_id = '' OR tenant_id = ?)`), modelID, engine, tenantID); err != nil {
+		return "", translate(err)
+	}
+	id := ""
+	for _, b := range rows {
+		if b.TenantID == tenantID && tenantID != "" {
+			return b.EngineModelID, nil
+		}
+		id = b.EngineModelID
+	}
+	return id, nil
+}
