@@ -77,6 +77,9 @@ func New(d Deps) http.Handler {
 
 	ca := a.Group("/apps/:app_id/coding-agent")
 	ca.GET("/capabilities", require(ScopeRead), s.capabilities)
+	ca.GET("/chat-sessions", require(ScopeRead), s.listChats)
+	ca.POST("/chat-sessions", require(ScopeWrite), s.createChat)
+	ca.GET("/chat-sessions/:chat_id", require(ScopeRead), s.getChat)
 	ca.POST("/runs", require(ScopeWrite), s.createRun)
 	ca.GET("/runs", require(ScopeRead), s.listRuns)
 	ca.GET("/runs/:run_id", require(ScopeRead), s.getRun)

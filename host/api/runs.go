@@ -2,6 +2,7 @@ package api
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -83,9 +84,6 @@ func (s *Server) createRun(c *gin.Context) {
 	case len(req.Prompt) > maxPromptChars:
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "prompt", "prompt is over %d characters", maxPromptChars))
 		return
-	case req.ChatSessionID != "":
-		_ = c.Error(core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", req.ChatSessionID))
-		return
 	case req.BaseRevisionID != "" && req.BaseRevisionID != a.DraftRevisionID:
 		_ = c.Error(core.Errf(core.CodeRevisionConflict, "base_revision_id", "the app's draft head is %s, not %s", a.DraftRevisionID, req.BaseRevisionID))
 		return
@@ -116,6 +114,23 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	// The chat session is the source of truth for history: the run gets its
+	// persisted turns; a new session is made when none is given.
+	var chat store.ChatSession
+	if req.ChatSessionID != "" {
+		chat, err = s.chatSession(ctx, a, p, req.ChatSessionID)
+	} else {
+		chat, err = s.newChat(ctx, a, p, req.Prompt)
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	turns, err := s.deps.Store.ChatMessages(ctx, chat.ID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
 	files, err := s.deps.Store.RevisionFiles(ctx, a.DraftRevisionID)
 	if err != nil {
 		_ = c.Error(err)
@@ -126,6 +141,7 @@ func (s *Server) createRun(c *gin.Context) {
 		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
 		IdempotencyKey: key, IdempotencyHash: fingerprint,
 		Model: model, RequestedModelID: requested,
+		ChatSessionID: chat.ID, History: history(turns, messageBudget()),
 	})
 	if err != nil && key != "" && errors.Is(err, store.ErrConflict) {
 		// A concurrent request with the same key won the insert.
@@ -137,6 +153,10 @@ func (s *Server) createRun(c *gin.Context) {
 	if err != nil {
 		_ = c.Error(err)
 		return
+	}
+	if err := s.deps.Store.AddChatMessage(ctx, store.ChatMessage{ID: MessageID(), ChatSessionID: chat.ID,
+		RunID: sql.NullString{String: run.ID, Valid: true}, Role: "user", Content: req.Prompt}); err != nil {
+		s.log.Error("record the user's turn", "run", run.ID, "error", err)
 	}
 	c.JSON(http.StatusCreated, runOut(run))
 }

@@ -51,7 +51,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		return nil, err
 	}
 	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
-	orch := orchestrator.New(mgr, st, st, nil, orchestrator.Options{Logger: log})
+	orch := orchestrator.New(mgr, st, st, nil, orchestrator.Options{Logger: log, OnFinished: api.RecordAssistantTurn(st)})
 	mgr.SetCallbacks(orch, orch.Workspace)
 	if err := mgr.Start(ctx); err != nil {
 		mgr.Close()

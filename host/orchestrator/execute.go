@@ -272,6 +272,12 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	}); err != nil {
 		o.log.Error("record final state", "run", run.ID, "error", err)
 	}
+	if o.opts.OnFinished != nil {
+		ar.mu.Lock()
+		final := *ar.run
+		ar.mu.Unlock()
+		o.opts.OnFinished(ctx, &final)
+	}
 	o.mu.Lock()
 	delete(o.active, run.ID)
 	o.mu.Unlock()

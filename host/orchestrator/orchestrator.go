@@ -28,6 +28,9 @@ type Options struct {
 	// a call to it failed, to tell a crash from another failure.
 	CrashGrace time.Duration
 	Logger     hclog.Logger
+	// OnFinished, when set, is called with a run's final state after its
+	// terminal event (the chat records the assistant's turn here).
+	OnFinished func(ctx context.Context, run *core.Run)
 }
 
 // Orchestrator runs coding-agent runs.

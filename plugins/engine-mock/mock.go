@@ -103,6 +103,15 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 				}
 			}
 			said.WriteString(strings.Repeat("x", o.n))
+		case "history":
+			// Says what history the run was given: count, then roles.
+			roles := make([]string, len(req.History))
+			for i, m := range req.History {
+				roles[i] = m.Role
+			}
+			if err := say(fmt.Sprintf("history=%d %s", len(req.History), strings.Join(roles, ","))); err != nil {
+				return engine.Result{}, err
+			}
 		case "stamps":
 			// Each delta carries its emit time (unix ns) so a client on the
 			// same machine can measure delivery latency end to end.

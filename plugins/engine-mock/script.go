@@ -22,7 +22,7 @@ type op struct {
 }
 
 var commands = map[string]bool{
-	"say": true, "deltas": true, "stamps": true, "tool": true, "tools": true, "sleep": true, "hang": true,
+	"say": true, "deltas": true, "stamps": true, "history": true, "tool": true, "tools": true, "sleep": true, "hang": true,
 	"fail": true, "ask": true, "status": true, "checkpoint": true, "crash": true,
 }
 
@@ -101,7 +101,7 @@ func parse(prompt string) (ops []op, ok bool, err error) {
 				return bad("want an action")
 			}
 			o.code, o.text = action, strings.TrimSpace(title)
-		case "checkpoint", "crash":
+		case "checkpoint", "crash", "history":
 		default:
 			return bad("unknown command")
 		}

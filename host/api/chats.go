@@ -1,0 +1,193 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/gin-gonic/gin"
+)
+
+// defaultMessageBudget bounds the history a run carries, in characters
+// (APPS_CODING_AGENT_MESSAGE_BUDGET_CHARS overrides it).
+const defaultMessageBudget = 24_000
+
+func messageBudget() int {
+	if n, err := strconv.Atoi(os.Getenv("APPS_CODING_AGENT_MESSAGE_BUDGET_CHARS")); err == nil && n > 0 {
+		return n
+	}
+	return defaultMessageBudget
+}
+
+// MessageID makes ids that sort in creation order (the timestamp first), so
+// turns written in the same millisecond keep their order.
+func MessageID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("msg_%020d_%s", time.Now().UnixNano(), hex.EncodeToString(b[:]))
+}
+
+type chatJSON struct {
+	ID        string    `json:"id"`
+	AppID     string    `json:"app_id"`
+	Title     string    `json:"title"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Messages  []msgJSON `json:"messages,omitempty"`
+}
+
+type msgJSON struct {
+	ID        string    `json:"id"`
+	Role      string    `json:"role"`
+	Content   string    `json:"content"`
+	RunID     string    `json:"run_id,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func chatOut(cs store.ChatSession) chatJSON {
+	return chatJSON{ID: cs.ID, AppID: cs.AppID, Title: cs.Title, CreatedAt: time.UnixMilli(cs.CreatedAt).UTC(), UpdatedAt: time.UnixMilli(cs.UpdatedAt).UTC()}
+}
+
+// chatSession loads a session that belongs to the app and the caller;
+// anything else is 404 on field chat_session_id.
+func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal, id string) (store.ChatSession, error) {
+	notFound := core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", id)
+	if !validID(id) {
+		return store.ChatSession{}, notFound
+	}
+	cs, err := s.deps.Store.GetChatSession(ctx, id)
+	if err != nil || cs.AppID != a.ID || cs.UserID != p.UserID || cs.TenantID != p.TenantID {
+		return store.ChatSession{}, notFound
+	}
+	return cs, nil
+}
+
+func (s *Server) listChats(c *gin.Context) {
+	a, ok := s.app(c)
+	if !ok {
+		return
+	}
+	list, err := s.deps.Store.ListChatSessions(c.Request.Context(), a.ID, principal(c).UserID, 200)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	out := make([]chatJSON, len(list))
+	for i, cs := range list {
+		out[i] = chatOut(cs)
+	}
+	c.JSON(http.StatusOK, gin.H{"items": out})
+}
+
+func (s *Server) createChat(c *gin.Context) {
+	a, ok := s.app(c)
+	if !ok {
+		return
+	}
+	var req struct {
+		Title string `json:"title"`
+	}
+	if err := bindJSON(c, maxJSONBody, &req); err != nil {
+		_ = c.Error(err)
+		return
+	}
+	cs, err := s.newChat(c.Request.Context(), a, principal(c), req.Title)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, chatOut(cs))
+}
+
+func (s *Server) newChat(ctx context.Context, a store.App, p store.Principal, title string) (store.ChatSession, error) {
+	if utf8.RuneCountInString(title) > 80 {
+		title = string([]rune(title)[:80])
+	}
+	cs := store.ChatSession{ID: orchestrator.NewID("chat"), TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, Title: title}
+	if err := s.deps.Store.CreateChatSession(ctx, cs); err != nil {
+		return store.ChatSession{}, err
+	}
+	return s.deps.Store.GetChatSession(ctx, cs.ID)
+}
+
+func (s *Server) getChat(c *gin.Context) {
+	a, ok := s.app(c)
+	if !ok {
+		return
+	}
+	ctx := c.Request.Context()
+	cs, err := s.chatSession(ctx, a, principal(c), c.Param("chat_id"))
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	msgs, err := s.deps.Store.ChatMessages(ctx, cs.ID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	out := chatOut(cs)
+	out.Messages = []msgJSON{}
+	for _, m := range msgs {
+		out.Messages = append(out.Messages, msgJSON{ID: m.ID, Role: m.Role, Content: m.Content, RunID: m.RunID.String, CreatedAt: time.UnixMilli(m.CreatedAt).UTC()})
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// history renders a session's turns for the engine within the budget: the
+// newest turns that fit, with a note when older ones were left out.
+func history(msgs []store.ChatMessage, budget int) []engine.Message {
+	var kept []engine.Message
+	used := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		n := utf8.RuneCountInString(msgs[i].Content)
+		if used+n > budget {
+			if len(kept) == 0 {
+				// The newest turn alone is too long: keep its end.
+				r := []rune(msgs[i].Content)
+				kept = append(kept, engine.Message{Role: msgs[i].Role, Content: string(r[len(r)-budget:])})
+				i--
+			}
+			if i >= 0 {
+				kept = append(kept, engine.Message{Role: "system", Content: fmt.Sprintf("[%d earlier messages of this chat were left out to fit the history budget]", i+1)})
+			}
+			break
+		}
+		used += n
+		kept = append(kept, engine.Message{Role: msgs[i].Role, Content: msgs[i].Content})
+	}
+	for l, r := 0, len(kept)-1; l < r; l, r = l+1, r-1 {
+		kept[l], kept[r] = kept[r], kept[l]
+	}
+	return kept
+}
+
+// RecordAssistantTurn stores a finished run's answer in its chat session
+// (wired as the orchestrator's OnFinished hook).
+func RecordAssistantTurn(st *store.Store) func(ctx context.Context, run *core.Run) {
+	return func(ctx context.Context, run *core.Run) {
+		if run.ChatSessionID == "" {
+			return
+		}
+		content := run.OutputText
+		if content == "" && run.Status != core.RunCompleted {
+			content = fmt.Sprintf("(run %s: %s)", run.Status, run.ErrorCode)
+		}
+		if content == "" {
+			return
+		}
+		_ = st.AddChatMessage(ctx, store.ChatMessage{ID: MessageID(), ChatSessionID: run.ChatSessionID,
+			RunID: sql.NullString{String: run.ID, Valid: true}, Role: "assistant", Content: content})
+	}
+}

@@ -1,0 +1,37 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/host/store"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestHistoryBudget(t *testing.T) {
+	msgs := []store.ChatMessage{
+		{Role: "user", Content: strings.Repeat("a", 10)},
+		{Role: "assistant", Content: strings.Repeat("b", 10)},
+		{Role: "user", Content: strings.Repeat("c", 10)},
+	}
+	all := history(msgs, 100)
+	assert.Len(t, all, 3)
+	assert.Equal(t, "user", all[0].Role, "oldest first")
+
+	cut := history(msgs, 25)
+	assert.Equal(t, []string{"system", "assistant", "user"}, []string{cut[0].Role, cut[1].Role, cut[2].Role})
+	assert.Contains(t, cut[0].Content, "1 earlier messages")
+
+	tail := history([]store.ChatMessage{{Role: "user", Content: "0123456789"}}, 4)
+	assert.Equal(t, "6789", tail[0].Content, "an over-long newest turn keeps its end")
+	assert.Empty(t, history(nil, 10))
+}
+
+func TestMessageIDsSortInOrder(t *testing.T) {
+	prev := MessageID()
+	for i := 0; i < 100; i++ {
+		next := MessageID()
+		assert.Less(t, prev, next)
+		prev = next
+	}
+}

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// ChatSession is a conversation of one user about one app.
+type ChatSession struct {
+	ID        string `db:"id"`
+	TenantID  string `db:"tenant_id"`
+	AppID     string `db:"app_id"`
+	UserID    string `db:"user_id"`
+	Title     string `db:"title"`
+	CreatedAt int64  `db:"created_at"`
+	UpdatedAt int64  `db:"updated_at"`
+}
+
+// ChatMessage is one turn.
+type ChatMessage struct {
+	ID            string         `db:"id"`
+	ChatSessionID string         `db:"chat_session_id"`
+	RunID         sql.NullString `db:"run_id"`
+	Role          string         `db:"role"`
+	Content       string         `db:"content"`
+	CreatedAt     int64          `db:"created_at"`
+}
+
+const chatColumns = `id, tenant_id, app_id, user_id, title, created_at, updated_at`
+
+// CreateChatSession stores a new session.
+func (s *Store) CreateChatSession(ctx context.Context, cs ChatSession) error {
+	now := time.Now().UnixMilli()
+	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?)`), cs.ID, cs.TenantID, cs.AppID, cs.UserID, cs.Title, now, now)
+	return translate(err)
+}
+
+// GetChatSession reads a session; callers check its app and user.
+func (s *Store) GetChatSession(ctx context.Context, id string) (ChatSession, error) {
+	var cs ChatSession
+	err := s.r.GetContext(ctx, &cs, s.rebind(`SELECT `+chatColumns+` FROM chat_sessions WHERE id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ChatSession{}, notFound("chat session", id)
+	}
+	return cs, translate(err)
+}
+
+// ListChatSessions returns a user's sessions of an app, most recent first.
+func (s *Store) ListChatSessions(ctx context.Context, appID, userID string, limit int) ([]ChatSession, error) {
+	var out []ChatSession
+	err := s.r.SelectContext(ctx, &out, s.rebind(`SELECT `+chatColumns+` FROM chat_sessions
+ WHERE app_id = ? AND user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`), appID, userID, limit)
+	return out, translate(err)
+}
+
+// AddChatMessage appends a turn and touches the session.
+func (s *Store) AddChatMessage(ctx context.Context, m ChatMessage) error {
+	now := time.Now().UnixMilli()
+	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
+ VALUES (?, ?, ?, ?, ?, ?)`), m.ID, m.ChatSessionID, m.RunID, m.Role, m.Content, now)
+	if err != nil {
+		return translate(err)
+	}
+	_, err = s.w.ExecContext(ctx, s.rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), now, m.ChatSessionID)
+	return translate(err)
+}
+
+// ChatMessages returns a session's turns, oldest first.
+func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessage, error) {
+	var out []ChatMessage
+	err := s.r.SelectContext(ctx, &out, s.rebind(`SELECT id, chat_session_id, run_id, role, content, created_at FROM chat_messages
+ WHERE chat_session_id = ? ORDER BY created_at, id`), sessionID)
+	return out, translate(err)
+}
