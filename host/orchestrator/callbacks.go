@@ -256,16 +256,16 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 		}
 	}
 	if res.OK {
-		_ = o.emit(ctx, ar, core.EventToolCompleted, map[string]any{"tool_call_id": call.CallID, "tool": call.Tool, "output": jsonOrNull(res.Output)})
+		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted}, map[string]any{"tool_call_id": call.CallID, "tool": call.Tool, "output": jsonOrNull(res.Output)}, call.CallID)
 	} else {
 		te := res.Error
 		if te == nil {
 			te = &plugin.ToolError{Code: core.CodeToolUnavailable, Message: "tool failed without an error"}
 			res.Error = te
 		}
-		_ = o.emitWith(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: te.Diagnostics}, map[string]any{
+		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: te.Diagnostics}, map[string]any{
 			"tool_call_id": call.CallID, "tool": call.Tool, "error_code": te.Code, "error_message": te.Message, "field": te.Field,
-		})
+		}, call.CallID)
 	}
 	if code, _ := ar.failure(); code == core.CodeToolpackCrashed {
 		// The run is being failed; tell the engine its call broke.

@@ -251,6 +251,23 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	// The terminal event goes to the log first: the log is the source of
 	// truth, so a host that dies between the two writes is repaired at
 	// start-up from the event (see hostapp's recovery), never the reverse.
+	// A tool call still in flight (its toolpack crashed, or the run was
+	// aborted under it) is finished here, before the terminal event.
+	ar.mu.Lock()
+	open := make(map[string]string, len(ar.openCalls))
+	for id, tool := range ar.openCalls {
+		open[id] = tool
+	}
+	ar.mu.Unlock()
+	for id, tool := range open {
+		code := out.code
+		if code == "" {
+			code = core.CodeToolCancelled
+		}
+		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed}, map[string]any{
+			"tool_call_id": id, "tool": tool, "error_code": code, "error_message": "the run ended while this tool call was in flight",
+		}, id)
+	}
 	typ, _ := core.TerminalEventFor(out.status)
 	payload := map[string]any{"status": out.status}
 	if out.code != "" {

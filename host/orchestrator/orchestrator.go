@@ -251,6 +251,8 @@ type activeRun struct {
 	pending   *pendingPermission
 	streamed  bool
 	output    []byte
+	// openCalls are tool calls started and not yet finished (id → tool).
+	openCalls map[string]string
 	// touched: the engine has sent an event or a callback for the run.
 	touched bool
 	// Token usage reported by the engine.
@@ -269,7 +271,7 @@ func newActiveRun(run *core.Run, req StartRequest) *activeRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &activeRun{
 		req: req, run: run, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		cancelled: make(chan struct{}), toolpacks: map[string]int{},
+		cancelled: make(chan struct{}), toolpacks: map[string]int{}, openCalls: map[string]string{},
 	}
 }
 
@@ -347,6 +349,13 @@ func (o *Orchestrator) emit(ctx context.Context, ar *activeRun, typ core.EventTy
 }
 
 func (o *Orchestrator) emitWith(ctx context.Context, ar *activeRun, ev NewEvent, payload any) error {
+	return o.emitClosing(ctx, ar, ev, payload, "")
+}
+
+// emitClosing appends an event; when closesCall is set the event finishes
+// that open tool call, and is skipped if something (the run's end) already
+// finished it: every tool.started gets exactly one closing event.
+func (o *Orchestrator) emitClosing(ctx context.Context, ar *activeRun, ev NewEvent, payload any, closesCall string) error {
 	if ev.Payload == nil {
 		b, err := json.Marshal(payload)
 		if err != nil {
@@ -358,6 +367,20 @@ func (o *Orchestrator) emitWith(ctx context.Context, ar *activeRun, ev NewEvent,
 	defer ar.mu.Unlock()
 	if ar.finished {
 		return core.Errf(core.CodeRunFinished, "", "run %s has finished; %s dropped", ar.run.ID, ev.Type)
+	}
+	if closesCall != "" {
+		if _, open := ar.openCalls[closesCall]; !open {
+			return nil
+		}
+		delete(ar.openCalls, closesCall)
+	}
+	if ev.Type == core.EventToolStarted {
+		var p struct {
+			ID   string `json:"tool_call_id"`
+			Tool string `json:"tool"`
+		}
+		_ = json.Unmarshal(ev.Payload, &p)
+		ar.openCalls[p.ID] = p.Tool
 	}
 	if ev.Type.Terminal() {
 		ar.finished = true
