@@ -40,6 +40,8 @@ type Deps struct {
 	DefaultSandbox string
 	// Heartbeat is the SSE keep-alive interval (15 s by default).
 	Heartbeat time.Duration
+	// Metrics, when set, is served at /metrics (Prometheus).
+	Metrics http.Handler
 }
 
 // Server is the HTTP API.
@@ -65,6 +67,9 @@ func New(d Deps) http.Handler {
 	})
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", s.ready)
+	if d.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(d.Metrics))
+	}
 
 	r.GET("/models", s.authenticate, require(ScopeRead), s.listModels)
 

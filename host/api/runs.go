@@ -67,6 +67,7 @@ func runOut(r *core.Run) runJSON {
 // createRun validates the request against policy, pins what the run starts
 // from (the app's draft head) and hands it to the orchestrator.
 func (s *Server) createRun(c *gin.Context) {
+	apiStart := time.Now()
 	a, ok := s.app(c)
 	if !ok {
 		return
@@ -141,7 +142,7 @@ func (s *Server) createRun(c *gin.Context) {
 		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
 		IdempotencyKey: key, IdempotencyHash: fingerprint,
 		Model: model, RequestedModelID: requested,
-		ChatSessionID: chat.ID, History: history(turns, messageBudget()),
+		ChatSessionID: chat.ID, History: history(turns, messageBudget()), APIStartedAt: apiStart,
 	})
 	if err != nil && key != "" && errors.Is(err, store.ErrConflict) {
 		// A concurrent request with the same key won the insert.

@@ -15,6 +15,7 @@ import (
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/api"
 	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/metrics"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/store"
@@ -51,7 +52,12 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		return nil, err
 	}
 	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
-	orch := orchestrator.New(mgr, st, st, nil, orchestrator.Options{Logger: log, OnFinished: api.RecordAssistantTurn(st)})
+	met := metrics.New()
+	recordTurn := api.RecordAssistantTurn(st)
+	orch := orchestrator.New(mgr, st, st, nil, orchestrator.Options{Logger: log, OnFinished: func(ctx context.Context, run *core.Run) {
+		recordTurn(ctx, run)
+		met.ObserveRun(run)
+	}})
 	mgr.SetCallbacks(orch, orch.Workspace)
 	if err := mgr.Start(ctx); err != nil {
 		mgr.Close()
@@ -66,7 +72,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	hub := api.NewHub()
 	st.OnAppend(hub.Publish)
 	handler := api.New(api.Deps{
-		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log,
+		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log, Metrics: met.Handler(),
 		DefaultEngine: envOr("APPS_CODING_AGENT_DEFAULT_ENGINE", "mock"), DefaultSandbox: envOr("AGENTHOST_DEFAULT_SANDBOX", "local"),
 	})
 	return &Host{Store: st, Plugins: mgr, Orch: orch, Handler: handler, log: log}, nil

@@ -52,10 +52,12 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	ar.sandboxH = sbH
 	ar.mu.Unlock()
 	sandboxID := "sbx_" + run.ID
+	sbStart := time.Now()
 	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, Files: ar.req.Files, Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}})
 	if err != nil {
 		return o.classify(ar, err, "create sandbox"), nil
 	}
+	ar.mark("sandbox_start", time.Since(sbStart))
 	ref := &sandboxRef{client: sbClient, id: info.ID}
 	ar.mu.Lock()
 	ar.ref = ref
@@ -101,6 +103,9 @@ func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandbo
 		req.Limits.ToolTimeout = o.opts.ToolTimeout
 	}
 	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageEngineStarting, "engine": run.Engine})
+	ar.mu.Lock()
+	ar.engineCalled = time.Now()
+	ar.mu.Unlock()
 
 	res, err := client.Run(ctx, req, func(ev engine.Event) error { return o.onEngineEvent(ctx, ar, ev) })
 	if err != nil && !ar.engineTouched() && engH.Crashed(o.opts.CrashGrace) {
@@ -161,6 +166,13 @@ func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandbo
 // onEngineEvent turns an engine event into timeline events.
 func (o *Orchestrator) onEngineEvent(ctx context.Context, ar *activeRun, ev engine.Event) error {
 	ar.touch()
+	ar.mu.Lock()
+	called := ar.engineCalled
+	ar.mu.Unlock()
+	ar.mark("engine_start", time.Since(called))
+	if ev.Kind == engine.KindAssistantDelta && ev.Text != "" {
+		ar.mark("first_token", time.Since(ar.run.CreatedAt))
+	}
 	switch ev.Kind {
 	case engine.KindAssistantDelta:
 		if ev.Text == "" {
@@ -221,6 +233,7 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	run := ar.run
 
 	if out.status == core.RunCompleted && ref != nil {
+		applyStart := time.Now()
 		_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageApplying})
 		files, err := ref.client.Snapshot(ctx, ref.id, core.GeneratedArtifacts)
 		if err != nil {
@@ -237,6 +250,7 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 				_ = o.emitWith(ctx, ar, ev, nil)
 			}
 		}
+		ar.mark("apply", time.Since(applyStart))
 	}
 
 	if out.status == core.RunPaused {
@@ -280,6 +294,7 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 		o.log.Error("emit terminal event", "run", run.ID, "error", err)
 	}
 	now := time.Now().UTC()
+	ar.mark("total", now.Sub(ar.run.CreatedAt))
 	if err := o.setStatus(ctx, ar, out.status, func(r *core.Run) {
 		r.ErrorCode, r.ErrorMessage, r.OutputText, r.FinishedAt = out.code, out.msg, output, &now
 		r.InputTokens, r.OutputTokens = inTok, outTok

@@ -95,6 +95,8 @@ type StartRequest struct {
 	// RequestedModelID is the model the request named ("" for auto); the
 	// pinned one is Model.ID.
 	RequestedModelID string
+	// APIStartedAt is when the API request began (for create_run_api).
+	APIStartedAt time.Time
 }
 
 // relaunchWait bounds how long a run waits for a plugin that has just
@@ -143,7 +145,8 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 	if _, _, err := o.plugins.Sandbox(req.Sandbox); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
 		return nil, core.Errf(core.CodeSandboxUnavailable, "sandbox", "%v", err)
 	}
-	now := time.Now().UTC()
+	startedAt := time.Now()
+	now := startedAt.UTC()
 	run := &core.Run{
 		ID: req.RunID, TenantID: req.TenantID, AppID: req.AppID, UserID: req.UserID,
 		ChatSessionID: req.ChatSessionID, BaseRevisionID: req.BaseRevisionID, Prompt: req.Prompt, Status: core.RunQueued,
@@ -170,6 +173,10 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 	o.mu.Unlock()
 	if err := o.emit(ctx, ar, core.EventRunAccepted, map[string]any{"run_id": run.ID, "engine": run.Engine, "sandbox_backend": run.SandboxBackend}); err != nil {
 		o.log.Error("emit run.accepted", "run", run.ID, "error", err)
+	}
+	ar.mark("create_run", time.Since(startedAt))
+	if !req.APIStartedAt.IsZero() {
+		ar.mark("create_run_api", time.Since(req.APIStartedAt))
 	}
 	go o.execute(ar)
 	return run, nil
@@ -251,6 +258,10 @@ type activeRun struct {
 	pending   *pendingPermission
 	streamed  bool
 	output    []byte
+	// timings are the run's timing_metrics_ms; engineCalled is when the
+	// engine's Run was called (engine_start runs until its first answer).
+	timings      map[string]int64
+	engineCalled time.Time
 	// openCalls are tool calls started and not yet finished (id → tool).
 	openCalls map[string]string
 	// touched: the engine has sent an event or a callback for the run.
@@ -271,7 +282,7 @@ func newActiveRun(run *core.Run, req StartRequest) *activeRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &activeRun{
 		req: req, run: run, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		cancelled: make(chan struct{}), toolpacks: map[string]int{}, openCalls: map[string]string{},
+		cancelled: make(chan struct{}), toolpacks: map[string]int{}, openCalls: map[string]string{}, timings: map[string]int64{},
 	}
 }
 
@@ -291,6 +302,30 @@ func (ar *activeRun) touch() {
 	ar.mu.Lock()
 	ar.touched = true
 	ar.mu.Unlock()
+}
+
+// mark records a timing once (the first measurement of a phase wins).
+func (ar *activeRun) mark(name string, d time.Duration) {
+	ar.mu.Lock()
+	if _, done := ar.timings[name]; !done {
+		ar.timings[name] = d.Milliseconds()
+	}
+	ar.mu.Unlock()
+}
+
+// withTimings returns ctxJSON with timing_metrics_ms set to the run's
+// timings, keeping every other key of the run context.
+func (ar *activeRun) withTimings(ctxJSON json.RawMessage) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if len(ctxJSON) > 0 {
+		_ = json.Unmarshal(ctxJSON, &m)
+	}
+	ar.mu.Lock()
+	t, _ := json.Marshal(ar.timings)
+	ar.mu.Unlock()
+	m["timing_metrics_ms"] = t
+	out, _ := json.Marshal(m)
+	return out
 }
 
 func (ar *activeRun) engineTouched() bool {
@@ -405,6 +440,7 @@ func (o *Orchestrator) setStatus(ctx context.Context, ar *activeRun, to core.Run
 		if mutate != nil {
 			mutate(r)
 		}
+		r.Context = ar.withTimings(r.Context)
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,40 @@
+package api_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTimingMetricsAndPrometheus(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		run := e.createRun(e.tokenA, app, `say hi`+"\n"+`tool coding_agent_write_file {"path":"a.txt","content":"a"}`)
+		require.Equal(t, "completed", e.waitRun(app, run.ID).Status)
+
+		var got struct {
+			Context struct {
+				Timings map[string]int64 `json:"timing_metrics_ms"`
+			} `json:"context"`
+		}
+		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+run.ID, nil, &got))
+		for _, phase := range []string{"create_run", "create_run_api", "sandbox_start", "engine_start", "first_token", "apply", "total"} {
+			v, ok := got.Context.Timings[phase]
+			assert.True(t, ok, "timing_metrics_ms lacks %s: %v", phase, got.Context.Timings)
+			assert.GreaterOrEqual(t, v, int64(0))
+		}
+		assert.GreaterOrEqual(t, got.Context.Timings["total"], got.Context.Timings["first_token"])
+
+		resp, err := http.Get(e.srv.URL + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		text := string(body)
+		assert.Contains(t, text, `agenthost_runs_total{engine="mock",error_code="",outcome="completed"} 1`)
+		assert.Contains(t, text, `agenthost_run_phase_seconds_count{engine="mock",phase="first_token"} 1`)
+	})
+}

@@ -1,0 +1,66 @@
+// Package metrics exposes the host's Prometheus metrics: how long each phase
+// of a run took (the same timing_metrics_ms the run's context records), runs
+// by engine and outcome, and tokens used.
+package metrics
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the host's collectors on a registry of its own.
+type Metrics struct {
+	reg    *prometheus.Registry
+	phase  *prometheus.HistogramVec
+	runs   *prometheus.CounterVec
+	tokens *prometheus.CounterVec
+}
+
+// New registers the collectors.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "agenthost_run_phase_seconds",
+			Help: "Duration of run phases (create_run, create_run_api, sandbox_start, engine_start, first_token, apply, total).",
+			// 1 ms to ~16 min: API phases are milliseconds, whole runs minutes.
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 20),
+		}, []string{"phase", "engine"}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agenthost_runs_total",
+			Help: "Finished runs by engine and outcome (completed, failed, cancelled).",
+		}, []string{"engine", "outcome", "error_code"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agenthost_run_tokens_total",
+			Help: "Model tokens used by finished runs, by engine and direction.",
+		}, []string{"engine", "direction"}),
+	}
+	m.reg.MustRegister(m.phase, m.runs, m.tokens, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveRun records a run that has reached its final state.
+func (m *Metrics) ObserveRun(run *core.Run) {
+	m.runs.WithLabelValues(run.Engine, string(run.Status), run.ErrorCode).Inc()
+	m.tokens.WithLabelValues(run.Engine, "input").Add(float64(run.InputTokens))
+	m.tokens.WithLabelValues(run.Engine, "output").Add(float64(run.OutputTokens))
+	var ctx struct {
+		Timings map[string]int64 `json:"timing_metrics_ms"`
+	}
+	if json.Unmarshal(run.Context, &ctx) != nil {
+		return
+	}
+	for phase, ms := range ctx.Timings {
+		m.phase.WithLabelValues(phase, run.Engine).Observe(float64(ms) / 1000)
+	}
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
