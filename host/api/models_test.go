@@ -22,15 +22,29 @@ func TestModelsResolutionAndPinning(t *testing.T) {
 
 		var global, own, inactive struct{ ID string }
 		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
+			"name": "Old", "provider": "openai", "provider_model": "gpt-old", "inactive": true,
+		}, &inactive))
+		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
 			"name": "GPT", "provider": "openai", "provider_model": "gpt-x", "api_key_env": "OPENAI_API_KEY", "scope": "global",
 			"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "openai/gpt-x"}},
 		}, &global))
+		app := e.createApp(e.tokenA)
+		runs := "/admin/apps/" + app + "/coding-agent/runs"
+		pinned := func(body map[string]any) (int, map[string]any) {
+			var out map[string]any
+			code := e.do(e.tokenA, "POST", runs, body, &out)
+			return code, out
+		}
+		// No default anywhere: the first active chat model (the inactive one
+		// is skipped).
+		code, run := pinned(map[string]any{"prompt": "say a"})
+		require.Equal(t, http.StatusCreated, code)
+		assert.Equal(t, global.ID, run["resolved_model_id"])
+		assert.Nil(t, run["requested_model_id"])
+
 		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
 			"name": "Mine", "provider": "anthropic", "provider_model": "claude-y",
 		}, &own))
-		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
-			"name": "Old", "provider": "openai", "provider_model": "gpt-old", "inactive": true,
-		}, &inactive))
 
 		var er apiError
 		assert.Equal(t, http.StatusForbidden, e.do(e.readA, "POST", "/admin/models", map[string]any{"name": "x", "provider": "p", "provider_model": "m"}, &er))
@@ -42,20 +56,6 @@ func TestModelsResolutionAndPinning(t *testing.T) {
 		require.Equal(t, http.StatusOK, e.do(e.tokenB, "GET", "/models", nil, &list))
 		require.Len(t, list.Items, 1, "another tenant sees only the global model")
 		assert.Equal(t, global.ID, list.Items[0].ID)
-
-		app := e.createApp(e.tokenA)
-		runs := "/admin/apps/" + app + "/coding-agent/runs"
-		pinned := func(body map[string]any) (int, map[string]any) {
-			var out map[string]any
-			code := e.do(e.tokenA, "POST", runs, body, &out)
-			return code, out
-		}
-
-		// No default anywhere: the first active chat model.
-		code, run := pinned(map[string]any{"prompt": "say a"})
-		require.Equal(t, http.StatusCreated, code)
-		assert.Equal(t, global.ID, run["resolved_model_id"])
-		assert.Nil(t, run["requested_model_id"])
 
 		// The tenant's default wins; a run stays pinned when it changes.
 		require.Equal(t, http.StatusOK, e.do(e.tokenA, "PUT", "/admin/models/default", map[string]string{"model_id": own.ID}, nil))

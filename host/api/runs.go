@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -137,8 +138,16 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	// The user's turn is recorded before the run starts, so it always
+	// precedes the run's answer; it is taken back if the start fails.
+	runID := orchestrator.NewID("run")
+	userTurn := store.ChatMessage{ID: MessageID(), ChatSessionID: chat.ID, RunID: sql.NullString{String: runID, Valid: true}, Role: "user", Content: req.Prompt}
+	if err := s.deps.Store.AddChatMessage(ctx, userTurn); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	run, err := s.deps.Runs.Start(ctx, orchestrator.StartRequest{
-		TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, BaseRevisionID: a.DraftRevisionID,
+		RunID: runID, TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, BaseRevisionID: a.DraftRevisionID,
 		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
 		IdempotencyKey: key, IdempotencyHash: fingerprint,
 		Model: model, RequestedModelID: requested,
@@ -151,13 +160,14 @@ func (s *Server) createRun(c *gin.Context) {
 			return
 		}
 	}
+	if err != nil || (run != nil && run.ID != runID) {
+		if derr := s.deps.Store.DeleteChatMessage(context.WithoutCancel(ctx), userTurn.ID); derr != nil {
+			s.log.Error("take back the user's turn", "chat", chat.ID, "error", derr)
+		}
+	}
 	if err != nil {
 		_ = c.Error(err)
 		return
-	}
-	if err := s.deps.Store.AddChatMessage(ctx, store.ChatMessage{ID: MessageID(), ChatSessionID: chat.ID,
-		RunID: sql.NullString{String: run.ID, Valid: true}, Role: "user", Content: req.Prompt}); err != nil {
-		s.log.Error("record the user's turn", "run", run.ID, "error", err)
 	}
 	c.JSON(http.StatusCreated, runOut(run))
 }

@@ -295,20 +295,26 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	}
 	now := time.Now().UTC()
 	ar.mark("total", now.Sub(ar.run.CreatedAt))
-	if err := o.setStatus(ctx, ar, out.status, func(r *core.Run) {
+	final := func(r *core.Run) {
 		r.ErrorCode, r.ErrorMessage, r.OutputText, r.FinishedAt = out.code, out.msg, output, &now
 		r.InputTokens, r.OutputTokens = inTok, outTok
 		if ref != nil {
 			r.SandboxStatus = sandbox.StatusStopped
 		}
-	}); err != nil {
-		o.log.Error("record final state", "run", run.ID, "error", err)
 	}
+	// The finish hook (the chat's assistant turn, metrics) runs before the
+	// final status is written: a client that sees the run finished must
+	// find its turn recorded.
 	if o.opts.OnFinished != nil {
 		ar.mu.Lock()
-		final := *ar.run
+		done := *ar.run
 		ar.mu.Unlock()
-		o.opts.OnFinished(ctx, &final)
+		final(&done)
+		done.Status, done.Context = out.status, ar.withTimings(done.Context)
+		o.opts.OnFinished(ctx, &done)
+	}
+	if err := o.setStatus(ctx, ar, out.status, final); err != nil {
+		o.log.Error("record final state", "run", run.ID, "error", err)
 	}
 	o.mu.Lock()
 	delete(o.active, run.ID)

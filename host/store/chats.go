@@ -75,3 +75,9 @@ func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessa
  WHERE chat_session_id = ? ORDER BY created_at, id`), sessionID)
 	return out, translate(err)
 }
+
+// DeleteChatMessage removes a turn (a user turn whose run failed to start).
+func (s *Store) DeleteChatMessage(ctx context.Context, id string) error {
+	_, err := s.w.ExecContext(ctx, s.rebind(`DELETE FROM chat_messages WHERE id = ?`), id)
+	return translate(err)
+}
