@@ -180,6 +180,7 @@ func TestErrorContract(t *testing.T) {
 			{"unavailable model", e.tokenA, "POST", runs, map[string]any{"prompt": "x", "model_id": "gpt-x"}, 400, "CODING_AGENT_MODEL_UNAVAILABLE", "model_id"},
 			{"unavailable engine", e.tokenA, "POST", runs, map[string]string{"prompt": "x", "engine": "opencode"}, 400, "CODING_AGENT_ENGINE_UNAVAILABLE", "engine"},
 			{"unknown chat session", e.tokenA, "POST", runs, map[string]string{"prompt": "x", "chat_session_id": "cs_nope"}, 404, "NOT_FOUND", "chat_session_id"},
+			{"native disabled by policy", e.tokenA, "POST", runs, map[string]string{"prompt": "x", "engine": "native"}, 400, "CODING_AGENT_ENGINE_UNAVAILABLE", "engine"},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -353,4 +354,18 @@ func TestIdempotencyKey(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestSandboxRequired: on a host with no sandbox backend a run is refused
+// with the seed's sandbox-required code, and nothing is recorded.
+func TestSandboxRequired(t *testing.T) {
+	e := startEnvWith(t, "sqlite", "mock", "patch")
+	app := e.createApp(e.tokenA)
+	var er apiError
+	assert.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs", map[string]string{"prompt": "x"}, &er))
+	assert.Equal(t, "CODING_AGENT_SANDBOX_REQUIRED", er.Detail.Code)
+	assert.Equal(t, "sandbox", er.Detail.Field)
+	runs, err := e.h.Store.ListRuns(t.Context(), app, "", "", 10)
+	require.NoError(t, err)
+	assert.Empty(t, runs)
 }

@@ -53,10 +53,16 @@ func eachDialect(t *testing.T, fn func(e *env)) {
 	}
 }
 
-// startEnv starts a host on a fresh database of the dialect.
+// startEnv starts a host with the default plugins on a fresh database of
+// the dialect.
 func startEnv(t testing.TB, dialect string) *env {
+	return startEnvWith(t, dialect, "mock", "local", "patch")
+}
+
+// startEnvWith starts a host with the named default plugins only.
+func startEnvWith(t testing.TB, dialect string, plugins ...string) *env {
 	dataDir := t.TempDir()
-	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: testenv.PluginConfigDir(t, "mock", "local", "patch"), DatabaseURL: filepath.Join(dataDir, "a.db")}
+	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: testenv.PluginConfigDir(t, plugins...), DatabaseURL: filepath.Join(dataDir, "a.db")}
 	if dialect == "postgres" {
 		cfg.DatabaseURL = testenv.PostgresURL(t)
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -93,6 +94,10 @@ func (s *Server) createRun(c *gin.Context) {
 	eng := req.Engine
 	if eng == "" {
 		eng = s.deps.DefaultEngine
+	}
+	if eng == "native" && os.Getenv("APPS_CODING_AGENT_NATIVE_ENABLED") != "1" {
+		_ = c.Error(core.Errf(core.CodeEngineUnavailable, "engine", "the native engine is disabled by policy (APPS_CODING_AGENT_NATIVE_ENABLED is not 1)"))
+		return
 	}
 	ctx := c.Request.Context()
 	p := principal(c)

@@ -254,5 +254,5 @@ func TestStartRefusesUnavailablePlugins(t *testing.T) {
 	_, err := h.orch.Start(context.Background(), orchestrator.StartRequest{AppID: "a", Prompt: "say x", Engine: "nope", Sandbox: "local"})
 	assert.Equal(t, core.CodeEngineUnavailable, core.CodeOf(err))
 	_, err = h.orch.Start(context.Background(), orchestrator.StartRequest{AppID: "a", Prompt: "say x", Engine: "mock", Sandbox: "nope"})
-	assert.Equal(t, core.CodeSandboxUnavailable, core.CodeOf(err))
+	assert.Equal(t, core.CodeSandboxRequired, core.CodeOf(err))
 }

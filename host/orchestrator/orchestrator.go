@@ -143,7 +143,9 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 		return nil, core.Errf(core.CodeEngineUnavailable, "engine", "%v", err)
 	}
 	if _, _, err := o.plugins.Sandbox(req.Sandbox); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
-		return nil, core.Errf(core.CodeSandboxUnavailable, "sandbox", "%v", err)
+		// Every run executes in a sandbox; with none usable the request
+		// cannot be served (the seed's sandbox-required contract).
+		return nil, core.Errf(core.CodeSandboxRequired, "sandbox", "runs need a sandbox and backend %q cannot provide one: %v", req.Sandbox, err)
 	}
 	startedAt := time.Now()
 	now := startedAt.UTC()
