@@ -23,6 +23,8 @@ import (
 
 // Runs is what the API needs of the orchestrator.
 type Runs interface {
+	// Ready is checked before anything is written for a new run.
+	Ready(engine, sandbox string) error
 	Start(ctx context.Context, req orchestrator.StartRequest) (*core.Run, error)
 	Cancel(ctx context.Context, runID string) error
 	Resume(ctx context.Context, runID string, d engine.PermissionDecision) error

@@ -368,4 +368,31 @@ func TestSandboxRequired(t *testing.T) {
 	runs, err := e.h.Store.ListRuns(t.Context(), app, "", "", 10)
 	require.NoError(t, err)
 	assert.Empty(t, runs)
+	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", 10)
+	require.NoError(t, err)
+	assert.Empty(t, chats, "a refused run leaves no chat session behind")
+}
+
+// TestRefusedRunsChangeNothing: a create-run refused by policy records no
+// run, no chat session and no turn.
+func TestRefusedRunsChangeNothing(t *testing.T) {
+	e := startEnv(t, "sqlite")
+	app := e.createApp(e.tokenA)
+	path := "/admin/apps/" + app + "/coding-agent/runs"
+	for _, body := range []map[string]string{
+		{"prompt": "x", "engine": "opencode"},
+		{"prompt": "x", "engine": "native"},
+		{"prompt": "x", "model_id": "mdl_nope"},
+		{"prompt": "x", "base_revision_id": "rev_old"},
+	} {
+		var er apiError
+		code := e.do(e.tokenA, "POST", path, body, &er)
+		assert.GreaterOrEqual(t, code, 400, "%v", body)
+	}
+	runs, err := e.h.Store.ListRuns(t.Context(), app, "", "", 10)
+	require.NoError(t, err)
+	assert.Empty(t, runs)
+	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", 10)
+	require.NoError(t, err)
+	assert.Empty(t, chats)
 }

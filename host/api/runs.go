@@ -116,6 +116,12 @@ func (s *Server) createRun(c *gin.Context) {
 	if req.ModelID != nil {
 		requested = *req.ModelID
 	}
+	// Refuse before writing anything (a chat session, a turn) for a run
+	// that cannot start.
+	if err := s.deps.Runs.Ready(eng, s.deps.DefaultSandbox); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	model, err := s.pinModel(ctx, p.TenantID, requested, eng)
 	if err != nil {
 		_ = c.Error(err)
@@ -166,8 +172,16 @@ func (s *Server) createRun(c *gin.Context) {
 		}
 	}
 	if err != nil || (run != nil && run.ID != runID) {
-		if derr := s.deps.Store.DeleteChatMessage(context.WithoutCancel(ctx), userTurn.ID); derr != nil {
+		// The start failed after all (a plugin died since Ready): take back
+		// what was written for it.
+		cleanup := context.WithoutCancel(ctx)
+		if derr := s.deps.Store.DeleteChatMessage(cleanup, userTurn.ID); derr != nil {
 			s.log.Error("take back the user's turn", "chat", chat.ID, "error", derr)
+		}
+		if req.ChatSessionID == "" {
+			if derr := s.deps.Store.DeleteChatSession(cleanup, chat.ID); derr != nil {
+				s.log.Error("take back the new chat session", "chat", chat.ID, "error", derr)
+			}
 		}
 	}
 	if err != nil {

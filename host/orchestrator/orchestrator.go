@@ -133,19 +133,28 @@ func NewID(prefix string) string {
 	return prefix + "_" + hex.EncodeToString(b[:])
 }
 
+// Ready reports whether a run on this engine and sandbox backend could
+// start now; callers check it before writing anything for a run. A plugin
+// being relaunched after a crash counts as ready: the run waits for it
+// (awaitPlugin) rather than failing in the gap.
+func (o *Orchestrator) Ready(engineName, sandboxName string) error {
+	if _, _, err := o.plugins.Engine(engineName); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
+		return core.Errf(core.CodeEngineUnavailable, "engine", "%v", err)
+	}
+	if _, _, err := o.plugins.Sandbox(sandboxName); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
+		// Every run executes in a sandbox; with none usable the request
+		// cannot be served (the seed's sandbox-required contract).
+		return core.Errf(core.CodeSandboxRequired, "sandbox", "runs need a sandbox and backend %q cannot provide one: %v", sandboxName, err)
+	}
+	return nil
+}
+
 // Start records a queued run, emits run.accepted and executes it in the
 // background. It fails fast, before recording anything, when the engine or
 // sandbox plugin is not usable.
 func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, error) {
-	// A plugin being relaunched after a crash is accepted: the run waits
-	// for it (awaitPlugin) rather than failing in the gap.
-	if _, _, err := o.plugins.Engine(req.Engine); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
-		return nil, core.Errf(core.CodeEngineUnavailable, "engine", "%v", err)
-	}
-	if _, _, err := o.plugins.Sandbox(req.Sandbox); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
-		// Every run executes in a sandbox; with none usable the request
-		// cannot be served (the seed's sandbox-required contract).
-		return nil, core.Errf(core.CodeSandboxRequired, "sandbox", "runs need a sandbox and backend %q cannot provide one: %v", req.Sandbox, err)
+	if err := o.Ready(req.Engine, req.Sandbox); err != nil {
+		return nil, err
 	}
 	startedAt := time.Now()
 	now := startedAt.UTC()

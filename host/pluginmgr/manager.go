@@ -209,20 +209,6 @@ func (m *Manager) Statuses() []Status {
 	return out
 }
 
-// Names lists the configured plugins of a kind that are currently usable.
-func (m *Manager) Names(kind plugin.Kind) []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	var out []string
-	for _, name := range m.order {
-		inst := m.plugins[name]
-		if inst.cfg.Kind == kind && inst.state == StateHealthy {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 // ErrUnavailable is returned (wrapped) for a plugin that is not loaded,
 // crashed, unhealthy or unknown.
 var ErrUnavailable = errors.New("plugin unavailable")

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // ChatSession is a conversation of one user about one app.
@@ -80,4 +82,16 @@ func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessa
 func (s *Store) DeleteChatMessage(ctx context.Context, id string) error {
 	_, err := s.w.ExecContext(ctx, s.rebind(`DELETE FROM chat_messages WHERE id = ?`), id)
 	return translate(err)
+}
+
+// DeleteChatSession removes a session and its turns (one made for a run
+// that then failed to start).
+func (s *Store) DeleteChatSession(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM chat_messages WHERE chat_session_id = ?`), id); err != nil {
+			return translate(err)
+		}
+		_, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM chat_sessions WHERE id = ?`), id)
+		return translate(err)
+	})
 }
