@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,17 +22,7 @@ import (
 
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := testenv.BuildBinaries(testenv.DefaultPluginPackages()...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &binDir, testenv.DefaultPluginPackages()...) }
 
 // env is a running host behind a real HTTP server, with tokens for two
 // tenants.

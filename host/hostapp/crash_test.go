@@ -3,7 +3,6 @@ package hostapp_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,15 +25,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := testenv.BuildBinaries("cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "host/hostapp/testdata/crashhost")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	testenv.Main(m, &binDir, "cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "host/hostapp/testdata/crashhost")
 }
 
 // TestSIGKILLLosesNoCommittedEvent kills the host with SIGKILL while five

@@ -3,7 +3,6 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,17 +22,7 @@ import (
 // binDir holds the real plugin binaries, built once for the package.
 var binDir string
 
-func TestMain(m *testing.M) {
-	dir, err := testenv.BuildBinaries(testenv.DefaultPluginPackages()...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.Main(m, &binDir, testenv.DefaultPluginPackages()...) }
 
 // host is a real plugin manager and orchestrator over in-memory storage.
 type host struct {

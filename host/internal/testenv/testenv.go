@@ -94,3 +94,17 @@ func PostgresURL(t testing.TB) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// Main builds pkgs, stores their folder in *binDir, runs the tests and
+// removes the binaries: a package's whole TestMain.
+func Main(m *testing.M, binDir *string, pkgs ...string) {
+	dir, err := BuildBinaries(pkgs...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
