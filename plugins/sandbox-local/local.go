@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -92,6 +93,10 @@ func (p *Provider) Info() plugin.Info {
 	return plugin.Info{
 		Name: "local", Kind: plugin.KindSandbox, Version: "0.1.0", APIVersion: plugin.APIVersion,
 		Description: "working copies in local folders; paths confined, commands not isolated",
+		// Commands run as host processes: they reach loopback servers and
+		// the network exactly as the host does.
+		Capabilities: map[string]string{plugin.CapabilityProvides: strings.Join(
+			[]string{plugin.FeatureExec, plugin.FeatureLoopback, plugin.FeatureNetwork}, ",")},
 	}
 }
 

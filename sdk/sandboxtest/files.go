@@ -119,6 +119,15 @@ func (k *kit) testFileOps(t *testing.T) {
 	assert.True(t, truncated)
 	_, _, err = ws.List(ctx, "missing", workspace.ListOptions{})
 	code(t, err, plugin.CodeNotFound, "list a missing folder")
+	skipping, _, err := ws.List(ctx, "", workspace.ListOptions{Recursive: true, SkipDirs: []string{"NESTED"}})
+	require.NoError(t, err)
+	var skippedPaths []string
+	for _, e := range skipping {
+		skippedPaths = append(skippedPaths, e.Path)
+	}
+	assert.Contains(t, skippedPaths, "src/deep/nested", "a skipped folder is itself listed")
+	assert.NotContains(t, skippedPaths, "src/deep/nested/x.json", "its contents are not (names compared ignoring case)")
+	assert.Contains(t, skippedPaths, "README.md")
 
 	require.NoError(t, ws.Rename(ctx, "README.md", "docs/README.md"), "rename creates the target's parents")
 	_, err = ws.Stat(ctx, "README.md")

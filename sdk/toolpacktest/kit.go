@@ -42,6 +42,12 @@ type Case struct {
 	// runs for the concurrent copies of the case too, so it must only look
 	// at its own arguments.
 	Check func(t *testing.T, res plugin.ToolResult, ws workspace.Workspace)
+	// Exec, when set, answers the commands the tool runs in this case's
+	// workspace (the kit's in-memory workspace runs none itself and refuses
+	// Exec with UNSUPPORTED otherwise). Like any workspace it must also
+	// write the output to req.Stdout and req.Stderr when they are set (the
+	// workspace service streams through them). It may be called concurrently.
+	Exec func(ctx context.Context, req workspace.ExecRequest) (workspace.ExecResult, error)
 }
 
 // Timing bounds. callTimeout keeps a hung tool from stalling the suite until
@@ -147,7 +153,7 @@ func Run(t *testing.T, newClient func(t *testing.T, ws workspace.Resolver) *tool
 	t.Run("examples", func(t *testing.T) {
 		for i, cs := range cases {
 			t.Run(cs.Name, func(t *testing.T) {
-				ws := k.lend(t, cs.Files)
+				ws := k.lend(t, cs)
 				res, err := k.callIn(t.Context(), cs, ws)
 				require.NoError(t, err, "the call returned an error; a refusal must be a failed result")
 				baseline[i] = &res
@@ -171,19 +177,21 @@ type lent struct {
 	ws *memWorkspace
 }
 
-func (k *kit) lend(t *testing.T, files map[string]string) lent {
+func (k *kit) lend(t *testing.T, cs Case) lent {
 	t.Helper()
-	id, ws, err := k.spaces.lend(files)
+	id, ws, err := k.spaces.lend(cs.Files)
 	require.NoError(t, err, "the case's Files are not a valid workspace")
+	ws.exec = cs.Exec
 	return lent{id, ws}
 }
 
 // call runs cs in a fresh workspace.
 func (k *kit) call(ctx context.Context, cs Case) (plugin.ToolResult, error) {
-	id, _, err := k.spaces.lend(cs.Files)
+	id, ws, err := k.spaces.lend(cs.Files)
 	if err != nil {
 		return plugin.ToolResult{}, fmt.Errorf("lend workspace: %w", err)
 	}
+	ws.exec = cs.Exec
 	return k.callIn(ctx, cs, lent{id: id})
 }
 
@@ -228,7 +236,7 @@ func (k *kit) concurrent(t *testing.T, cases []Case, schemas map[string]json.Raw
 	var runs []*run
 	for c := range concurrentCopies {
 		for i, cs := range cases {
-			runs = append(runs, &run{caseIdx: i, copy: c, ws: k.lend(t, cs.Files)})
+			runs = append(runs, &run{caseIdx: i, copy: c, ws: k.lend(t, cs)})
 		}
 	}
 	start := make(chan struct{})

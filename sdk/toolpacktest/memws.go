@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +65,9 @@ type memFile struct {
 type memWorkspace struct {
 	mu    sync.Mutex
 	files map[string]memFile
+	// exec answers Exec when the case gives one; set before the workspace
+	// is lent and never changed after.
+	exec func(ctx context.Context, req workspace.ExecRequest) (workspace.ExecResult, error)
 }
 
 var _ workspace.Workspace = (*memWorkspace)(nil)
@@ -237,6 +241,9 @@ func (w *memWorkspace) List(ctx context.Context, p string, opts workspace.ListOp
 		// Every folder between c and the file is an entry too.
 		parts := strings.Split(rest, "/")
 		for i := range parts {
+			if i > 0 && slices.ContainsFunc(opts.SkipDirs, func(s string) bool { return strings.EqualFold(s, parts[i-1]) }) {
+				break // inside a skipped folder: the folder is listed, not its contents
+			}
 			entry := path.Join(c, strings.Join(parts[:i+1], "/"))
 			if i == len(parts)-1 {
 				fi := fileInfo(entry, f)
@@ -361,6 +368,9 @@ func (w *memWorkspace) Rename(ctx context.Context, from, to string) error {
 	return nil
 }
 
-func (w *memWorkspace) Exec(context.Context, workspace.ExecRequest) (workspace.ExecResult, error) {
+func (w *memWorkspace) Exec(ctx context.Context, req workspace.ExecRequest) (workspace.ExecResult, error) {
+	if w.exec != nil {
+		return w.exec(ctx, req)
+	}
 	return workspace.ExecResult{}, plugin.Errorf(plugin.CodeUnsupported, "", "the conformance kit's workspace cannot run commands")
 }

@@ -85,7 +85,7 @@ func (c *client) WriteFile(ctx context.Context, path string, data []byte, mode u
 func (c *client) List(ctx context.Context, path string, opts ListOptions) ([]FileInfo, bool, error) {
 	resp, err := c.c.List(ctx, &workspacev1.ListRequest{
 		WorkspaceId: c.id, Path: path, Recursive: opts.Recursive,
-		WithHashes: opts.WithHashes, Limit: int32(opts.Limit),
+		WithHashes: opts.WithHashes, Limit: int32(opts.Limit), SkipDirs: opts.SkipDirs,
 	})
 	if err != nil {
 		return nil, false, rpcerr.FromStatus(err)

@@ -121,6 +121,7 @@ func (s *server) List(ctx context.Context, req *workspacev1.ListRequest) (*works
 	}
 	entries, truncated, err := ws.List(ctx, req.GetPath(), ListOptions{
 		Recursive: req.GetRecursive(), WithHashes: req.GetWithHashes(), Limit: int(req.GetLimit()),
+		SkipDirs: req.GetSkipDirs(),
 	})
 	if err != nil {
 		return nil, rpcerr.ToStatus(err)

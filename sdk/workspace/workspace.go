@@ -36,6 +36,10 @@ type ListOptions struct {
 	WithHashes bool
 	// Limit caps the entries returned; 0 means the implementation's default.
 	Limit int
+	// SkipDirs are folder names (compared ignoring case, at any depth) whose
+	// contents a recursive listing leaves out, such as node_modules: the
+	// folder itself is listed, so a caller still sees that it exists.
+	SkipDirs []string
 }
 
 // ExecRequest describes one command.

@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
@@ -32,6 +33,7 @@ type FS struct {
 	root     string
 	exec     ExecFunc
 	maxBytes int64
+	hashes   hashCache
 }
 
 // Option adjusts an FS.
@@ -143,11 +145,23 @@ func hashFile(r *os.Root, rel string) (string, error) {
 	}
 	defer file.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, file); err != nil {
+	// A pooled buffer: io.Copy would allocate 32 KiB per file, which for a
+	// listing of 10,000 files with hashes was most of its cost.
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	if _, err := io.CopyBuffer(h, onlyReader{file}, *buf); err != nil {
 		return "", mapErr(rel, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// onlyReader hides *os.File's WriteTo, which io.CopyBuffer would prefer to
+// the buffer given and which, for a hash, falls back to io.Copy and a fresh
+// 32 KiB buffer per file.
+type onlyReader struct{ io.Reader }
+
+// copyBuffers are the buffers files are hashed through.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // ReadFile reads a file, or a 1-based inclusive line range of it (line
 // endings kept; a start past the end gives no data). FileInfo describes the
@@ -177,22 +191,57 @@ func (f *FS) ReadFile(ctx context.Context, p string, opts workspace.ReadOptions)
 	if whole && f.maxBytes > 0 && fi.Size() > f.maxBytes {
 		return nil, workspace.FileInfo{}, plugin.Errorf(plugin.CodeTooLarge, p, "%q has %d bytes; the limit is %d; read a line range", p, fi.Size(), f.maxBytes)
 	}
-	h := sha256.New()
-	hint := 0
+	info := infoOf(rel, fi)
 	if whole {
-		hint = int(fi.Size())
+		// The common case, read in one go: no line splitting and no
+		// intermediate buffers (this is what a workspace index does for
+		// every file of an app).
+		data, err := readWhole(file, fi.Size(), f.maxBytes)
+		if err != nil {
+			return nil, workspace.FileInfo{}, mapErr(p, err)
+		}
+		sum := sha256.Sum256(data)
+		info.Size, info.SHA256 = int64(len(data)), hex.EncodeToString(sum[:])
+		return data, info, nil
 	}
-	data, err := readLines(ctx, io.TeeReader(file, h), opts.StartLine, opts.EndLine, f.maxBytes, hint)
+	h := sha256.New()
+	data, err := readLines(ctx, io.TeeReader(file, h), opts.StartLine, opts.EndLine, f.maxBytes, 0)
 	if err != nil {
 		return nil, workspace.FileInfo{}, mapErr(p, err)
 	}
 	// Hash what the range did not need to read.
-	if _, err := io.Copy(h, file); err != nil {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	if _, err := io.CopyBuffer(h, onlyReader{file}, *buf); err != nil {
 		return nil, workspace.FileInfo{}, mapErr(p, err)
 	}
-	info := infoOf(rel, fi)
 	info.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return data, info, nil
+}
+
+// readWhole reads all of file, expected to hold size bytes; it copes with a
+// file that grew or shrank since its stat, and refuses one that grew past
+// max (> 0).
+func readWhole(file io.Reader, size, max int64) ([]byte, error) {
+	// One byte more than the stat said, so growth shows without a second
+	// allocation in the usual case.
+	data := make([]byte, 0, size+1)
+	for {
+		n, err := file.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if max > 0 && int64(len(data)) > max {
+			return nil, plugin.Errorf(plugin.CodeTooLarge, "", "the file grew past %d bytes while it was read", max)
+		}
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // grow
+		}
+	}
 }
 
 // readLines keeps lines start..end (1-based, inclusive; 0 = open) of r and

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -132,7 +133,7 @@ func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]
 		}
 		e := infoOf(erel, info)
 		if opts.WithHashes && info.Mode().IsRegular() {
-			e.SHA256, err = hashFile(r, erel)
+			e.SHA256, err = f.hashCached(r, erel, info)
 			if plugin.HasCode(err, plugin.CodeNotFound) {
 				return false, nil
 			}
@@ -141,12 +142,22 @@ func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]
 			}
 		}
 		out = append(out, e)
-		return opts.Recursive, nil
+		return opts.Recursive && !skipped(d.Name(), opts.SkipDirs), nil
 	})
 	if err != nil {
 		return nil, false, mapErr(p, err)
 	}
 	return out, truncated, nil
+}
+
+// skipped reports whether a folder named name is one of skip (ignoring case).
+func skipped(name string, skip []string) bool {
+	for _, s := range skip {
+		if strings.EqualFold(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Files reads every regular file of the workspace in path order, for a

@@ -387,7 +387,10 @@ type ListRequest struct {
 	Recursive  bool   `protobuf:"varint,3,opt,name=recursive,proto3" json:"recursive,omitempty"`
 	WithHashes bool   `protobuf:"varint,4,opt,name=with_hashes,json=withHashes,proto3" json:"with_hashes,omitempty"`
 	// Maximum entries; 0 means the implementation's default.
-	Limit         int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Folder names (compared ignoring case, at any depth) whose contents a
+	// recursive listing leaves out; the folders themselves are still listed.
+	SkipDirs      []string `protobuf:"bytes,6,rep,name=skip_dirs,json=skipDirs,proto3" json:"skip_dirs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -455,6 +458,13 @@ func (x *ListRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *ListRequest) GetSkipDirs() []string {
+	if x != nil {
+		return x.SkipDirs
+	}
+	return nil
 }
 
 type ListResponse struct {
@@ -1053,14 +1063,15 @@ const file_agenthost_workspace_v1_workspace_proto_rawDesc = "" +
 	"\x10WriteFileRequest\x12A\n" +
 	"\x06header\x18\x01 \x01(\v2'.agenthost.workspace.v1.WriteFileHeaderH\x00R\x06header\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x05\n" +
-	"\x03msg\"\x99\x01\n" +
+	"\x03msg\"\xb6\x01\n" +
 	"\vListRequest\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1c\n" +
 	"\trecursive\x18\x03 \x01(\bR\trecursive\x12\x1f\n" +
 	"\vwith_hashes\x18\x04 \x01(\bR\n" +
 	"withHashes\x12\x14\n" +
-	"\x05limit\x18\x05 \x01(\x05R\x05limit\"h\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\tskip_dirs\x18\x06 \x03(\tR\bskipDirs\"h\n" +
 	"\fListResponse\x12:\n" +
 	"\aentries\x18\x01 \x03(\v2 .agenthost.workspace.v1.FileInfoR\aentries\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"D\n" +

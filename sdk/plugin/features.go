@@ -1,0 +1,55 @@
+package plugin
+
+import (
+	"slices"
+	"strings"
+)
+
+// Capability keys of Info.Capabilities that the host reads to decide whether
+// an engine can run on a sandbox backend (the seed's "unsupported runtime").
+// Each value is a comma-separated list of feature names.
+const (
+	// CapabilityRequires, on an engine, lists the sandbox features it needs.
+	CapabilityRequires = "requires"
+	// CapabilityProvides, on a sandbox backend, lists the features it offers.
+	CapabilityProvides = "provides"
+)
+
+// Sandbox features an engine may require. A backend lists only what it
+// really offers: the host refuses a run (CODING_AGENT_ENGINE_UNSUPPORTED_RUNTIME)
+// rather than let an engine discover the gap halfway through.
+const (
+	// FeatureExec: commands can run in the sandbox (Workspace.Exec).
+	FeatureExec = "exec"
+	// FeatureLoopback: a server started through Exec is reachable by the
+	// plugin processes on 127.0.0.1 (an engine driving its own agent server).
+	FeatureLoopback = "loopback"
+	// FeatureNetwork: commands may open outbound connections.
+	FeatureNetwork = "network"
+)
+
+// Features splits a capability value into its feature names, trimmed, empty
+// ones dropped, sorted and unique.
+func Features(list string) []string {
+	var out []string
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// MissingFeatures returns the features in requires (a capability value) that
+// provides lacks, sorted; nil when nothing is missing.
+func MissingFeatures(requires, provides string) []string {
+	have := Features(provides)
+	var missing []string
+	for _, f := range Features(requires) {
+		if !slices.Contains(have, f) {
+			missing = append(missing, f)
+		}
+	}
+	return missing
+}
