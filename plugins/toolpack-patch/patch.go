@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
@@ -36,6 +37,9 @@ const (
 	CodeFileNotFound = "FILE_NOT_FOUND"
 	// CodePathIsDirectory: the path names a folder where a file was expected.
 	CodePathIsDirectory = "PATH_IS_DIRECTORY"
+	// CodeToolDisabled: the tool exists but this host's config turns it off
+	// (coding_agent_write_file without the legacy flag).
+	CodeToolDisabled = "TOOL_DISABLED"
 )
 
 // tool is one tool of the pack. spec leaves Name empty: Tools fills it from
@@ -44,11 +48,15 @@ type tool struct {
 	name string
 	spec func(cfg Config) plugin.ToolSpec
 	run  func(ctx context.Context, cfg Config, raw json.RawMessage, ws workspace.Workspace) (plugin.ToolResult, error)
+	// enabled, when set, says whether the config offers the tool at all.
+	enabled func(cfg Config) bool
 }
+
+func (t tool) offered(cfg Config) bool { return t.enabled == nil || t.enabled(cfg) }
 
 // registry lists the pack's tools in the order Tools reports them.
 func registry() []tool {
-	return []tool{readFileTool, writeFileTool}
+	return []tool{readFileTool, readFileRangeTool, searchTool, workspaceIndexTool, collectContextTool, applyPatchTool, writeFileTool, deleteFileTool, renameFileTool, runCommandTool}
 }
 
 // Config is the plugin's `config { ... }` block. Every field is optional.
@@ -56,6 +64,16 @@ type Config struct {
 	// ReadBudgetBytes caps the content one coding_agent_read_file call
 	// returns; 0 means DefaultReadBudget.
 	ReadBudgetBytes int `json:"read_budget_bytes,omitempty"`
+	// CommandOutputBytes caps what one coding_agent_run_command returns of
+	// stdout and stderr together; 0 means DefaultCommandOutputBytes.
+	CommandOutputBytes int `json:"command_output_bytes,omitempty"`
+	// LegacyWriteFile offers coding_agent_write_file. Unset, it follows
+	// APPS_CODING_AGENT_ENABLE_LEGACY_WRITE_FILE=1 (off by default: whole-file
+	// writes silently drop what a model did not re-type).
+	LegacyWriteFile *bool `json:"legacy_write_file,omitempty"`
+	// AutoVerifyPatch runs a successful patch's verification plan at once.
+	// Unset, it follows APPS_CODING_AGENT_AUTO_VERIFY_PATCH=1.
+	AutoVerifyPatch *bool `json:"auto_verify_patch,omitempty"`
 }
 
 // Bounds of ReadBudgetBytes. Below 1 KiB a read would make almost no
@@ -70,6 +88,17 @@ const (
 func (c Config) withDefaults() Config {
 	if c.ReadBudgetBytes == 0 {
 		c.ReadBudgetBytes = DefaultReadBudget
+	}
+	if c.CommandOutputBytes == 0 {
+		c.CommandOutputBytes = DefaultCommandOutputBytes
+	}
+	if c.LegacyWriteFile == nil {
+		on := os.Getenv("APPS_CODING_AGENT_ENABLE_LEGACY_WRITE_FILE") == "1"
+		c.LegacyWriteFile = &on
+	}
+	if c.AutoVerifyPatch == nil {
+		on := os.Getenv("APPS_CODING_AGENT_AUTO_VERIFY_PATCH") == "1"
+		c.AutoVerifyPatch = &on
 	}
 	return c
 }
@@ -121,6 +150,10 @@ func (p *Pack) Configure(_ context.Context, raw json.RawMessage) error {
 		return plugin.Errorf(plugin.CodeInvalidArgument, "read_budget_bytes",
 			"read_budget_bytes is %d; it must be between %d and %d", b, minReadBudget, maxReadBudget)
 	}
+	if b := cfg.CommandOutputBytes; b != 0 && (b < minReadBudget || b > maxReadBudget) {
+		return plugin.Errorf(plugin.CodeInvalidArgument, "command_output_bytes",
+			"command_output_bytes is %d; it must be between %d and %d", b, minReadBudget, maxReadBudget)
+	}
 	p.mu.Lock()
 	p.cfg = cfg.withDefaults()
 	p.mu.Unlock()
@@ -136,10 +169,14 @@ func (p *Pack) config() Config {
 // Tools lists the tools in registry order.
 func (p *Pack) Tools(context.Context) ([]plugin.ToolSpec, error) {
 	cfg := p.config()
-	out := make([]plugin.ToolSpec, len(p.tools))
-	for i, t := range p.tools {
-		out[i] = t.spec(cfg)
-		out[i].Name = t.name
+	out := make([]plugin.ToolSpec, 0, len(p.tools))
+	for _, t := range p.tools {
+		if !t.offered(cfg) {
+			continue
+		}
+		spec := t.spec(cfg)
+		spec.Name = t.name
+		out = append(out, spec)
 	}
 	return out, nil
 }
@@ -151,6 +188,10 @@ func (p *Pack) Call(ctx context.Context, call toolpack.Call, ws workspace.Worksp
 	if !ok {
 		return plugin.ToolFail(toolpack.CodeUnknownTool, fmt.Sprintf("the patch toolpack has no tool %q", call.Tool), "tool"), nil
 	}
+	cfg := p.config()
+	if !t.offered(cfg) {
+		return plugin.ToolFail(CodeToolDisabled, fmt.Sprintf("%s is turned off on this host", call.Tool), "tool"), nil
+	}
 	if err := ctx.Err(); err != nil {
 		return plugin.ToolResult{}, err
 	}
@@ -161,7 +202,7 @@ func (p *Pack) Call(ctx context.Context, call toolpack.Call, ws workspace.Worksp
 			res, err = plugin.ToolResult{}, fmt.Errorf("tool %s panicked: %v", call.Tool, r)
 		}
 	}()
-	return t.run(ctx, p.config(), call.Input, ws)
+	return t.run(ctx, cfg, call.Input, ws)
 }
 
 // failed wraps a domain failure as a tool result.
@@ -180,7 +221,7 @@ func workspaceFailure(err error, field, p string) (*plugin.ToolError, error) {
 		return &plugin.ToolError{Code: CodePolicyViolation, Message: "the workspace refused " + p + ": " + messageOf(err), Field: field}, nil
 	case plugin.CodeIsDirectory:
 		return &plugin.ToolError{Code: CodePathIsDirectory, Message: p + " is a folder, not a file", Field: field}, nil
-	case plugin.CodeTooLarge, plugin.CodeAlreadyExists, plugin.CodeInvalidArgument:
+	case plugin.CodeTooLarge, plugin.CodeAlreadyExists, plugin.CodeInvalidArgument, plugin.CodeUnsupported:
 		// Refusals about this input that the pack has no code of its own
 		// for: keep the workspace's stable code rather than inventing one.
 		return &plugin.ToolError{Code: code, Message: messageOf(err), Field: field}, nil

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/plugintest"
@@ -72,6 +73,64 @@ func TestConformance(t *testing.T) {
 		{Name: "write without content", Tool: writeTool, Files: app, Input: in(`{"path":"a.txt"}`), WantCode: CodeInputInvalid, WantField: "content"},
 		// The workspace's own refusal, passed through with its code.
 		{Name: "write under a file", Tool: writeTool, Files: app, Input: in(`{"path":"README.md/x","content":"x"}`), WantCode: plugin.CodeAlreadyExists, WantField: "path"},
+		{Name: "delete", Tool: "coding_agent_delete_file", Files: app, Input: in(`{"path":"README.md"}`), WantOK: true,
+			Check: func(t *testing.T, _ plugin.ToolResult, ws workspace.Workspace) {
+				_, err := ws.Stat(context.Background(), "README.md")
+				assert.True(t, plugin.HasCode(err, plugin.CodeNotFound), "%v", err)
+			}},
+		{Name: "delete missing", Tool: "coding_agent_delete_file", Files: app, Input: in(`{"path":"nope"}`), WantCode: CodeFileNotFound, WantField: "path"},
+		{Name: "rename", Tool: "coding_agent_rename_file", Files: app, Input: in(`{"from_path":"README.md","to_path":"docs/README.md"}`), WantOK: true,
+			Check: func(t *testing.T, _ plugin.ToolResult, ws workspace.Workspace) {
+				assert.Equal(t, app["README.md"], readBack(t, ws, "docs/README.md"))
+			}},
+		{Name: "rename onto blocked", Tool: "coding_agent_rename_file", Files: app, Input: in(`{"from_path":"README.md","to_path":"dist/x"}`), WantCode: CodePolicyViolation, WantField: "to_path"},
+		{Name: "run command", Tool: "coding_agent_run_command", Files: app, Input: in(`{"command":"npm run build","cwd":"src","timeout_s":30}`), WantOK: true,
+			Exec: func(_ context.Context, req workspace.ExecRequest) (workspace.ExecResult, error) {
+				if strings.Join(req.Argv, " ") != "sh -c npm run build" || req.Dir != "src" || req.Timeout != 30*time.Second {
+					return workspace.ExecResult{}, plugin.Errorf(plugin.CodeInvalidArgument, "", "unexpected request %+v", req)
+				}
+				// As every workspace does, stream the output as well.
+				if req.Stdout != nil {
+					_, _ = req.Stdout.Write([]byte("built\n"))
+				}
+				if req.Stderr != nil {
+					_, _ = req.Stderr.Write([]byte("warn\n"))
+				}
+				return workspace.ExecResult{ExitCode: 2, Stdout: []byte("built\n"), Stderr: []byte("warn\n")}, nil
+			},
+			Check: func(t *testing.T, res plugin.ToolResult, _ workspace.Workspace) {
+				var out runCommandOutput
+				require.NoError(t, json.Unmarshal(res.Output, &out))
+				assert.Equal(t, 2, out.ExitCode)
+				assert.Equal(t, "built\n", out.Stdout)
+				assert.Equal(t, "warn\n", out.Stderr)
+			}},
+		{Name: "read file range", Tool: "coding_agent_read_file_range", Files: app, Input: in(`{"path":"src/main.ts","start_line":2,"context_lines":1}`), WantOK: true,
+			Check: func(t *testing.T, res plugin.ToolResult, _ workspace.Workspace) {
+				assert.Contains(t, string(res.Output), `"start_line":1`)
+				assert.Contains(t, string(res.Output), `"end_line":3`)
+			}},
+		{Name: "read range past the end", Tool: "coding_agent_read_file_range", Files: app, Input: in(`{"path":"src/main.ts","start_line":99}`), WantCode: CodeInputInvalid, WantField: "start_line"},
+		{Name: "search", Tool: "coding_agent_search", Files: app, Input: in(`{"query":"two"}`), WantOK: true,
+			Check: func(t *testing.T, res plugin.ToolResult, _ workspace.Workspace) {
+				assert.Contains(t, string(res.Output), `{"path":"src/main.ts","line":2,"column":1,"text":"two"}`)
+			}},
+		{Name: "search bad regexp", Tool: "coding_agent_search", Files: app, Input: in(`{"query":"[","regex":true}`), WantCode: CodeInputInvalid, WantField: "query"},
+		{Name: "index", Tool: "coding_agent_workspace_index", Files: app, Input: in(`{}`), WantOK: true,
+			Check: func(t *testing.T, res plugin.ToolResult, _ workspace.Workspace) {
+				assert.Contains(t, string(res.Output), `"path":"src/main.ts"`)
+			}},
+		{Name: "index blocked", Tool: "coding_agent_workspace_index", Files: app, Input: in(`{"path":".git"}`), WantCode: CodePolicyViolation, WantField: "path"},
+		{Name: "collect context", Tool: "coding_agent_collect_context", Files: app, Input: in(`{"query":"three"}`), WantOK: true,
+			Check: func(t *testing.T, res plugin.ToolResult, _ workspace.Workspace) {
+				assert.Contains(t, string(res.Output), `"path":"src/main.ts"`)
+			}},
+		{Name: "apply patch", Tool: "coding_agent_apply_patch", Files: app, Input: in(`{"patch":"--- a/src/main.ts\n+++ b/src/main.ts\n@@ -2 +2 @@\n-two\n+TWO\n"}`), WantOK: true,
+			Check: func(t *testing.T, _ plugin.ToolResult, ws workspace.Workspace) {
+				assert.Contains(t, readBack(t, ws, "src/main.ts"), "TWO\n")
+			}},
+		{Name: "apply patch mismatch", Tool: "coding_agent_apply_patch", Files: app, Input: in(`{"patch":"--- a/src/main.ts\n+++ b/src/main.ts\n@@ -2 +2 @@\n-zwei\n+TWO\n"}`), WantCode: CodePatchContextMismatch, WantField: "patch"},
+		{Name: "run command where it cannot", Tool: "coding_agent_run_command", Files: app, Input: in(`{"command":"ls"}`), WantCode: plugin.CodeUnsupported, WantField: "command"},
 	})
 }
 
@@ -85,10 +144,33 @@ func TestInfoAndTools(t *testing.T) {
 
 	specs, err := p.Tools(t.Context())
 	require.NoError(t, err)
-	names := []string{}
-	for _, s := range specs {
+	// Each tool's default permission and required inputs, in registry order.
+	want := []struct {
+		name     string
+		perm     plugin.Permission
+		required []string
+	}{
+		{readTool, plugin.PermissionAllow, []string{"path"}},
+		{"coding_agent_read_file_range", plugin.PermissionAllow, []string{"path", "start_line"}},
+		{"coding_agent_search", plugin.PermissionAllow, []string{"query"}},
+		{"coding_agent_workspace_index", plugin.PermissionAllow, []string{}},
+		{"coding_agent_collect_context", plugin.PermissionAllow, []string{"query"}},
+		{"coding_agent_apply_patch", plugin.PermissionAllow, []string{"patch"}},
+		{writeTool, plugin.PermissionAllow, []string{"path", "content"}},
+		{"coding_agent_delete_file", plugin.PermissionAllow, []string{"path"}},
+		{"coding_agent_rename_file", plugin.PermissionAllow, []string{"from_path", "to_path"}},
+		{"coding_agent_run_command", plugin.PermissionAsk, []string{"command"}},
+	}
+	names, wantNames := []string{}, []string{}
+	for _, w := range want {
+		wantNames = append(wantNames, w.name)
+	}
+	for i, s := range specs {
 		names = append(names, s.Name)
-		assert.Equal(t, plugin.PermissionAllow, s.DefaultPermission, s.Name)
+		if i >= len(want) {
+			continue
+		}
+		assert.Equal(t, want[i].perm, s.DefaultPermission, s.Name)
 		assert.NotEmpty(t, s.Description, s.Name)
 		var in struct {
 			Schema     string                     `json:"$schema"`
@@ -103,13 +185,13 @@ func TestInfoAndTools(t *testing.T) {
 		if assert.NotNil(t, in.Additional, s.Name) {
 			assert.False(t, *in.Additional, "%s: additionalProperties must be false", s.Name)
 		}
-		assert.Contains(t, in.Required, "path", s.Name)
+		assert.Equal(t, want[i].required, in.Required, s.Name)
 		for _, r := range in.Required {
 			assert.Contains(t, in.Properties, r, s.Name)
 		}
 		assert.True(t, json.Valid(s.OutputSchema), s.Name)
 	}
-	assert.Equal(t, []string{readTool, writeTool}, names)
+	assert.Equal(t, wantNames, names)
 }
 
 func TestUnknownTool(t *testing.T) {

@@ -100,16 +100,9 @@ func readFile(ctx context.Context, cfg Config, raw json.RawMessage, ws workspace
 	// The whole file, not the workspace's line range: total_lines, size and
 	// sha256 then describe exactly the bytes the content was cut from, in
 	// one call. App files are small; MaxWriteBytes bounds what tools write.
-	data, info, err := ws.ReadFile(ctx, p, workspace.ReadOptions{})
-	if err != nil {
-		te, err := workspaceFailure(err, "path", p)
-		if err != nil {
-			return plugin.ToolResult{}, err
-		}
-		return failed(te), nil
-	}
-	if te := checkResolved("path", p, info.Path); te != nil {
-		return failed(te), nil
+	data, te, err := readText(ctx, ws, "path", p)
+	if err != nil || te != nil {
+		return failed(te), err
 	}
 
 	total := countLines(data)

@@ -11,7 +11,11 @@ import (
 	"github.com/agenthost/agenthost/sdk/workspace"
 )
 
-var writeFileTool = tool{name: "coding_agent_write_file", spec: writeFileSpec, run: writeFile}
+// writeFileTool replaces whole files. It is legacy: a model re-typing a file
+// drops whatever it did not re-type, so it is offered only when the operator
+// asks for it (Config.LegacyWriteFile); coding_agent_apply_patch is the way.
+var writeFileTool = tool{name: "coding_agent_write_file", spec: writeFileSpec, run: writeFile,
+	enabled: func(c Config) bool { return *c.LegacyWriteFile }}
 
 type writeFileOutput struct {
 	Path         string `json:"path"`

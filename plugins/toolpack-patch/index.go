@@ -1,0 +1,169 @@
+package patch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/agenthost/agenthost/plugins/toolpack-patch/internal/outline"
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/workspace"
+)
+
+// Bounds of coding_agent_workspace_index.
+const (
+	defaultIndexFiles   = 2000
+	maxIndexFiles       = 10000
+	defaultIndexSymbols = 50
+	maxIndexSymbols     = 200
+)
+
+var workspaceIndexTool = tool{name: "coding_agent_workspace_index", spec: workspaceIndexSpec, run: workspaceIndex}
+
+type indexedFile struct {
+	Path     string           `json:"path"`
+	Size     int64            `json:"size"`
+	SHA256   string           `json:"sha256"`
+	Language string           `json:"language"`
+	Binary   bool             `json:"binary,omitempty"`
+	Symbols  []outline.Symbol `json:"symbols,omitempty"`
+}
+
+type workspaceIndexOutput struct {
+	Files []indexedFile `json:"files"`
+	// SkippedFolders are blocked folders present in the tree, listed but
+	// not walked (node_modules, dist, ...).
+	SkippedFolders []string `json:"skipped_folders"`
+	Truncated      bool     `json:"truncated"`
+}
+
+func workspaceIndexSpec(Config) plugin.ToolSpec {
+	return plugin.ToolSpec{
+		Description: fmt.Sprintf("List the app's files with path, size, sha256 (revision token), language and, with "+
+			"outline=true (the default), a symbol outline of each text file: functions, classes, components, types, "+
+			"CSS selectors, HTML ids, JSON keys, Go and Python definitions, each with its line. Start here to find "+
+			"where things are. path limits it to a folder; at most max_files files (default %d, at most %d; "+
+			"truncated=true when there were more) and max_symbols per file (default %d). Folders like node_modules "+
+			"and dist are named in skipped_folders, not walked.", defaultIndexFiles, maxIndexFiles, defaultIndexSymbols),
+		InputSchema: schema(nil,
+			`"path":{"type":"string","maxLength":1024,"description":"Folder to index, relative to the app's root; default the whole app"},`+
+				fmt.Sprintf(`"max_files":{"type":"integer","minimum":1,"maximum":%d},`, maxIndexFiles)+
+				`"outline":{"type":"boolean","description":"Include symbol outlines; default true"},`+
+				fmt.Sprintf(`"max_symbols":{"type":"integer","minimum":0,"maximum":%d,"description":"Symbols per file"}`, maxIndexSymbols)),
+		OutputSchema: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["files","skipped_folders","truncated"],
+  "properties":{"files":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["path","size","sha256","language"],
+    "properties":{"path":{"type":"string"},"size":{"type":"integer"},"sha256":{"type":"string"},"language":{"type":"string"},
+    "binary":{"type":"boolean"},"symbols":{"type":"array","items":{"type":"object"}}}}},
+  "skipped_folders":{"type":"array","items":{"type":"string"}},"truncated":{"type":"boolean"}}}`),
+		DefaultPermission: plugin.PermissionAllow,
+	}
+}
+
+func workspaceIndex(ctx context.Context, _ Config, raw json.RawMessage, ws workspace.Workspace) (plugin.ToolResult, error) {
+	in, te := parseInput(raw, "path", "max_files", "outline", "max_symbols")
+	if te != nil {
+		return failed(te), nil
+	}
+	dir, te := folderArg(in, "path")
+	if te != nil {
+		return failed(te), nil
+	}
+	maxFiles, te := in.intIn("max_files", defaultIndexFiles, 1, maxIndexFiles)
+	if te != nil {
+		return failed(te), nil
+	}
+	withOutline, te := in.boolean("outline", true)
+	if te != nil {
+		return failed(te), nil
+	}
+	maxSymbols, te := in.intIn("max_symbols", defaultIndexSymbols, 0, maxIndexSymbols)
+	if te != nil {
+		return failed(te), nil
+	}
+	files, skipped, truncated, err := listFiles(ctx, ws, dir, maxFiles, !withOutline)
+	if err != nil {
+		return wsFailed(err, "path", dir)
+	}
+	out := workspaceIndexOutput{Files: make([]indexedFile, len(files)), SkippedFolders: skipped, Truncated: truncated}
+	for i, f := range files {
+		out.Files[i] = indexedFile{Path: f.Path, Size: f.Size, SHA256: f.SHA256, Language: outline.Language(f.Path)}
+	}
+	if withOutline {
+		// Read what an outline needs; the hash comes from the same bytes.
+		var paths []string
+		var at []int
+		for i, f := range files {
+			if f.Size <= MaxTextFileBytes {
+				paths = append(paths, f.Path)
+				at = append(at, i)
+			}
+		}
+		var mu sync.Mutex
+		err := readMany(ctx, ws, paths, func(j int, data []byte) {
+			f := &out.Files[at[j]]
+			sum := sha256Hex(data)
+			binary := isBinary(data)
+			var syms []outline.Symbol
+			if !binary && maxSymbols > 0 && f.Language != "" {
+				syms = outline.Outline(f.Language, data, maxSymbols)
+			}
+			mu.Lock()
+			f.SHA256, f.Binary, f.Symbols = sum, binary, syms
+			mu.Unlock()
+		}, func(int) {})
+		if err != nil {
+			return plugin.ToolResult{}, fmt.Errorf("workspace index: %w", err)
+		}
+	}
+	return plugin.ToolOK(out), nil
+}
+
+// listFiles lists the regular files under dir without walking blocked
+// folders, which it returns by name. withHashes asks the workspace for each
+// file's sha256.
+func listFiles(ctx context.Context, ws workspace.Workspace, dir string, limit int, withHashes bool) ([]workspace.FileInfo, []string, bool, error) {
+	// Folders count against a workspace's limit too: ask for more entries
+	// than files wanted, and stop at limit files.
+	entries, truncated, err := ws.List(ctx, dir, workspace.ListOptions{Recursive: true, WithHashes: withHashes, Limit: min(limit*2, 2*maxIndexFiles), SkipDirs: blockedFolders[:]})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	var files []workspace.FileInfo
+	skipped := []string{}
+	for _, e := range entries {
+		if e.IsDir {
+			if b := blockedFolderIn(e.Path); b != "" && blockedFolderIn(parentOf(e.Path)) == "" {
+				skipped = append(skipped, e.Path)
+			}
+			continue
+		}
+		if blockedFolderIn(e.Path) != "" {
+			continue
+		}
+		if len(files) == limit {
+			truncated = true
+			break
+		}
+		files = append(files, e)
+	}
+	return files, skipped, truncated, nil
+}
+
+func parentOf(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return ""
+}
+
+// folderArg reads an optional folder field: "" or "." is the root.
+func folderArg(in input, name string) (string, *plugin.ToolError) {
+	dir, te := in.str(name, false, false)
+	if te != nil || dir == "" || dir == "." || dir == "./" {
+		return "", te
+	}
+	return checkPath(name, dir)
+}
