@@ -32,6 +32,8 @@ const (
 	CodeEngineError = "ENGINE_ERROR"
 	// The sandbox could not be created or snapshotted.
 	CodeSandboxError = "SANDBOX_ERROR"
+	// The run's files could not be stored as a revision (the store failed).
+	CodeApplyFailed = "RESULT_APPLY_FAILED"
 	// The host is shutting down and could not finish the run.
 	CodeHostShutdown = "HOST_SHUTDOWN"
 

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/hashicorp/hcl/v2"
@@ -30,6 +31,13 @@ import (
 //	  env     = ["OPENAI_API_KEY"]        # host variables the plugin may see
 //	  config { root = "/srv/sandboxes" }  # handed to the plugin as JSON
 //	}
+//
+// A toolpack's block may also override its tools' default permissions and
+// bound their calls:
+//
+//	permissions    = { coding_agent_run_command = "allow" }  # allow | ask | deny
+//	tool_timeout_s = 300                                      # else the host's
+
 type Config struct {
 	Name    string
 	Kind    plugin.Kind
@@ -40,6 +48,11 @@ type Config struct {
 	Enabled bool
 	// Config is the config block as a JSON object.
 	Config json.RawMessage
+	// Permissions override a toolpack's default permission per tool name.
+	Permissions map[string]plugin.Permission
+	// ToolTimeout bounds each call of a toolpack's tools; 0 means the
+	// host's tool_timeout_s.
+	ToolTimeout time.Duration
 	// File is the HCL file the block came from (for messages).
 	File string
 }
@@ -58,7 +71,14 @@ type hclPlugin struct {
 	Env     []string   `hcl:"env,optional"`
 	Enabled *bool      `hcl:"enabled,optional"`
 	Config  *hclConfig `hcl:"config,block"`
+
+	Permissions  map[string]string `hcl:"permissions,optional"`
+	ToolTimeoutS *int              `hcl:"tool_timeout_s,optional"`
 }
+
+// maxToolTimeoutS caps tool_timeout_s: a call held open for more than an hour
+// is a stuck call, and the run's sandbox cannot be reaped under it.
+const maxToolTimeoutS = 3600
 
 type hclConfig struct {
 	Body hcl.Body `hcl:",remain"`
@@ -159,6 +179,26 @@ func (b hclPlugin) toConfig(filename string) (Config, error) {
 		if !envPattern.MatchString(e) {
 			return fail("env entry %q is not a variable name (list names; values come from the host's environment)", e)
 		}
+	}
+	if (len(b.Permissions) > 0 || b.ToolTimeoutS != nil) && c.Kind != plugin.KindToolpack {
+		return fail("permissions and tool_timeout_s belong to toolpacks only")
+	}
+	for tool, perm := range b.Permissions {
+		switch p := plugin.Permission(perm); p {
+		case plugin.PermissionAllow, plugin.PermissionAsk, plugin.PermissionDeny:
+			if c.Permissions == nil {
+				c.Permissions = map[string]plugin.Permission{}
+			}
+			c.Permissions[tool] = p
+		default:
+			return fail("permissions.%s is %q; it must be allow, ask or deny", tool, perm)
+		}
+	}
+	if b.ToolTimeoutS != nil {
+		if t := *b.ToolTimeoutS; t < 1 || t > maxToolTimeoutS {
+			return fail("tool_timeout_s is %d; it must be between 1 and %d", t, maxToolTimeoutS)
+		}
+		c.ToolTimeout = time.Duration(*b.ToolTimeoutS) * time.Second
 	}
 	c.Config = json.RawMessage("{}")
 	if b.Config != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/stretchr/testify/assert"
@@ -59,6 +60,10 @@ func TestParseConfigRejects(t *testing.T) {
 		"syntax":          {"plugin \"a\" {\n", "parse"},
 		"missing kind":    {block("command = \"x\""), "kind"},
 		"config variable": {block("kind = \"engine\"\ncommand = \"x\"\nconfig {\n v = var.x\n}"), "config.v"},
+		"bad permission":  {block("kind = \"toolpack\"\ncommand = \"x\"\npermissions = { t = \"maybe\" }"), "allow, ask or deny"},
+		"engine perms":    {block("kind = \"engine\"\ncommand = \"x\"\npermissions = { t = \"ask\" }"), "toolpacks only"},
+		"timeout zero":    {block("kind = \"toolpack\"\ncommand = \"x\"\ntool_timeout_s = 0"), "between 1 and 3600"},
+		"timeout huge":    {block("kind = \"toolpack\"\ncommand = \"x\"\ntool_timeout_s = 99999"), "between 1 and 3600"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -67,6 +72,21 @@ func TestParseConfigRejects(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+func TestParseToolpackPolicy(t *testing.T) {
+	cfgs, err := ParseConfig("x.hcl", []byte(`
+plugin "patch" {
+  kind           = "toolpack"
+  command        = "agenthost-toolpack-patch"
+  permissions    = { coding_agent_run_command = "allow", coding_agent_delete_file = "deny" }
+  tool_timeout_s = 300
+}
+`))
+	require.NoError(t, err)
+	require.Len(t, cfgs, 1)
+	assert.Equal(t, map[string]plugin.Permission{"coding_agent_run_command": plugin.PermissionAllow, "coding_agent_delete_file": plugin.PermissionDeny}, cfgs[0].Permissions)
+	assert.Equal(t, 300*time.Second, cfgs[0].ToolTimeout)
 }
 
 func TestLoadConfigDirRejectsDuplicates(t *testing.T) {

@@ -45,7 +45,7 @@ type instance struct {
 }
 
 func (inst *instance) handle() Handle {
-	return Handle{Name: inst.cfg.Name, Generation: inst.gen, Exited: inst.exited}
+	return Handle{Name: inst.cfg.Name, Generation: inst.gen, Exited: inst.exited, Capabilities: inst.info.Capabilities}
 }
 
 // kill ends the current process and everything left in its process group

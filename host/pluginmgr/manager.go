@@ -49,6 +49,8 @@ type Status struct {
 	Tools    []string
 	// PID of the current process (0 when none).
 	PID int
+	// Capabilities the binary reported in its Info (nil before it started).
+	Capabilities map[string]string
 }
 
 // Options configure a Manager.
@@ -95,7 +97,13 @@ type Manager struct {
 // ToolRoute says which toolpack serves a tool.
 type ToolRoute struct {
 	Toolpack string
-	Spec     plugin.ToolSpec
+	// Spec is the tool as the toolpack describes it.
+	Spec plugin.ToolSpec
+	// Permission is the one in force: the operator's override from the
+	// toolpack's config, else the toolpack's default.
+	Permission plugin.Permission
+	// Timeout bounds one call; 0 means the host's default.
+	Timeout time.Duration
 }
 
 // New builds a Manager for the given plugin configs; nothing is launched
@@ -200,7 +208,7 @@ func (m *Manager) Statuses() []Status {
 	out := make([]Status, 0, len(m.order))
 	for _, name := range m.order {
 		inst := m.plugins[name]
-		st := Status{Name: name, Kind: inst.cfg.Kind, Version: inst.info.Version, State: inst.state, Reason: inst.reason, Restarts: inst.restarts, PID: inst.pgid}
+		st := Status{Name: name, Kind: inst.cfg.Kind, Version: inst.info.Version, State: inst.state, Reason: inst.reason, Restarts: inst.restarts, PID: inst.pgid, Capabilities: inst.info.Capabilities}
 		for _, t := range inst.tools {
 			st.Tools = append(st.Tools, t.Name)
 		}
@@ -224,6 +232,9 @@ type Handle struct {
 	Name       string
 	Generation uint64
 	Exited     <-chan struct{}
+	// Capabilities are those the running binary reported in its Info; the
+	// map is shared and must not be modified.
+	Capabilities map[string]string
 }
 
 // Crashed reports whether the process behind h died, waiting up to grace for
@@ -328,12 +339,28 @@ func (m *Manager) registerTools(inst *instance) {
 			delete(m.tools, name)
 		}
 	}
+	served := map[string]bool{}
 	for _, t := range inst.tools {
+		served[t.Name] = true
 		if r, taken := m.tools[t.Name]; taken && r.Toolpack != inst.cfg.Name {
 			m.log.Error("tool name conflict: keeping the first toolpack's tool", "tool", t.Name, "kept", r.Toolpack, "refused", inst.cfg.Name)
 			continue
 		}
-		m.tools[t.Name] = ToolRoute{Toolpack: inst.cfg.Name, Spec: t}
+		perm := t.DefaultPermission
+		if p, ok := inst.cfg.Permissions[t.Name]; ok {
+			perm = p
+		}
+		if perm == "" {
+			perm = plugin.PermissionAllow
+		}
+		m.tools[t.Name] = ToolRoute{Toolpack: inst.cfg.Name, Spec: t, Permission: perm, Timeout: inst.cfg.ToolTimeout}
+	}
+	for name := range inst.cfg.Permissions {
+		if !served[name] {
+			// Likely a typo: the operator meant to guard some tool and guards
+			// nothing. Loud, but not fatal: the tool may come in a later version.
+			m.log.Error("permissions names a tool this toolpack does not serve", "toolpack", inst.cfg.Name, "tool", name, "file", inst.cfg.File)
+		}
 	}
 }
 

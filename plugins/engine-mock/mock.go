@@ -22,6 +22,12 @@ type Options struct {
 	// AllowCrash lets the `crash` command exit the process. Only the plugin
 	// binary sets it: in-process it would kill the test.
 	AllowCrash bool
+	// Name replaces "mock" as the plugin's name, so that one binary can be
+	// configured twice (tests of engine selection).
+	Name string
+	// Requires is the CapabilityRequires value the mock reports: the
+	// sandbox features it claims to need (tests of runtime checks).
+	Requires string
 }
 
 // Engine is the mock engine.
@@ -32,8 +38,15 @@ func New(opts Options) *Engine { return &Engine{opts: opts} }
 
 // Info identifies the plugin.
 func (e *Engine) Info() plugin.Info {
-	return plugin.Info{Name: "mock", Kind: plugin.KindEngine, Version: "0.1.0", APIVersion: plugin.APIVersion,
+	info := plugin.Info{Name: "mock", Kind: plugin.KindEngine, Version: "0.1.0", APIVersion: plugin.APIVersion,
 		Description: "deterministic engine scripted by the prompt"}
+	if e.opts.Name != "" {
+		info.Name = e.opts.Name
+	}
+	if e.opts.Requires != "" {
+		info.Capabilities = map[string]string{plugin.CapabilityRequires: e.opts.Requires}
+	}
+	return info
 }
 
 type checkpoint struct {
