@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/hashicorp/hcl/v2/hclsimple"
 )
@@ -27,6 +28,15 @@ type Host struct {
 	// DatabaseURL selects PostgreSQL when it is postgres://… (DATABASE_URL);
 	// empty means embedded SQLite at DataDir/agenthost.db.
 	DatabaseURL string `hcl:"database_url,optional"`
+	// ToolTimeoutS bounds one tool call, in seconds, unless a toolpack's
+	// config sets its own (APPS_CODING_AGENT_TOOL_TIMEOUT_S; default 120).
+	ToolTimeoutS int `hcl:"tool_timeout_s,optional"`
+	// SandboxReuse keeps a chat session's sandbox warm between its runs
+	// (APPS_CODING_AGENT_SANDBOX_REUSE=0 turns it off; on by default), for
+	// SandboxTTLS seconds of idleness (APPS_CODING_AGENT_SANDBOX_TTL_S;
+	// default 900).
+	SandboxReuse *bool `hcl:"sandbox_reuse,optional"`
+	SandboxTTLS  int   `hcl:"sandbox_ttl_s,optional"`
 }
 
 // Load reads file (when not empty), applies the environment and defaults,
@@ -55,6 +65,41 @@ func Load(file string) (Host, error) {
 	env(&h.PluginDir, "AGENTHOST_PLUGIN_DIR", defPluginDir)
 	env(&h.PluginConfigDir, "AGENTHOST_PLUGIN_CONFIG_DIR", "plugin-configs")
 	env(&h.DatabaseURL, "DATABASE_URL", "")
+	if h.ToolTimeoutS == 0 {
+		h.ToolTimeoutS = 120
+	}
+	if v := os.Getenv("APPS_CODING_AGENT_TOOL_TIMEOUT_S"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return Host{}, fmt.Errorf("APPS_CODING_AGENT_TOOL_TIMEOUT_S=%q is not a whole number of seconds", v)
+		}
+		h.ToolTimeoutS = n
+	}
+	if h.ToolTimeoutS < 1 || h.ToolTimeoutS > 3600 {
+		return Host{}, fmt.Errorf("tool_timeout_s is %d; it must be between 1 and 3600", h.ToolTimeoutS)
+	}
+	switch v := os.Getenv("APPS_CODING_AGENT_SANDBOX_REUSE"); v {
+	case "":
+	case "0", "1":
+		on := v == "1"
+		h.SandboxReuse = &on
+	default:
+		return Host{}, fmt.Errorf("APPS_CODING_AGENT_SANDBOX_REUSE=%q: use 1 or 0", v)
+	}
+	if h.SandboxReuse == nil {
+		on := true
+		h.SandboxReuse = &on
+	}
+	if v := os.Getenv("APPS_CODING_AGENT_SANDBOX_TTL_S"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Host{}, fmt.Errorf("APPS_CODING_AGENT_SANDBOX_TTL_S=%q is not a positive number of seconds", v)
+		}
+		h.SandboxTTLS = n
+	}
+	if h.SandboxTTLS == 0 {
+		h.SandboxTTLS = 900
+	}
 	for _, p := range []*string{&h.DataDir, &h.PluginDir, &h.PluginConfigDir} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {

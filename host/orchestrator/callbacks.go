@@ -59,7 +59,7 @@ func (o *Orchestrator) toolDescriptors() []engine.ToolDescriptor {
 	routes := o.plugins.Tools()
 	out := make([]engine.ToolDescriptor, 0, len(routes))
 	for _, r := range routes {
-		if r.Spec.DefaultPermission == plugin.PermissionDeny {
+		if r.Permission == plugin.PermissionDeny {
 			continue
 		}
 		out = append(out, engine.ToolDescriptor{Name: r.Spec.Name, Description: r.Spec.Description, InputSchema: r.Spec.InputSchema})
@@ -185,23 +185,31 @@ func (o *Orchestrator) Cancel(ctx context.Context, runID string) error {
 		return nil
 	}
 	ar.cancelRequested = true
-	close(ar.cancelled)
 	engineName := ar.run.Engine
 	if ar.idle {
 		// No engine call is running: the cancel is confirmed by definition.
 		ar.idle = false
 		ar.done = make(chan struct{})
+		close(ar.cancelled)
 		ar.mu.Unlock()
 		o.finish(ar, outcome{status: core.RunCancelled}, ar.ref)
 		return nil
 	}
 	ar.mu.Unlock()
 
+	// The engine hears of the cancel before its tool calls are stopped: a
+	// call that ended first would hand the engine a result it could act on
+	// (say more, call again) before its own context was cancelled.
 	client, _, err := o.plugins.Engine(engineName)
 	found := false
 	if err == nil {
-		found, err = client.Cancel(ctx, runID, "cancelled by user")
+		// Bounded: an engine that hangs here must not keep the tool calls
+		// running; it fails closed below.
+		rpcCtx, stop := context.WithTimeout(ctx, o.opts.CancelGrace)
+		found, err = client.Cancel(rpcCtx, runID, "cancelled by user")
+		stop()
 	}
+	close(ar.cancelled)
 	if err != nil {
 		ar.abort(core.CodeCancelUnconfirmed, fmt.Sprintf("could not reach the engine to cancel: %v", err))
 		return nil
@@ -236,6 +244,13 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 		return plugin.ToolResult{}, plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
 	}
 	ar.touch()
+	ar.mu.Lock()
+	cancelling := ar.cancelRequested
+	ar.mu.Unlock()
+	if cancelling {
+		// No new work once the user asked to stop.
+		return plugin.ToolResult{}, fmt.Errorf("run %s is being cancelled: %w", runID, context.Canceled)
+	}
 	if call.CallID == "" {
 		call.CallID = NewID("call")
 	}
@@ -252,7 +267,12 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 		if errors.Is(callErr, context.Canceled) {
 			res = plugin.ToolFail(core.CodeToolCancelled, "the tool call was cancelled", "")
 		} else if errors.Is(callErr, context.DeadlineExceeded) {
-			res = plugin.ToolFail(core.CodeToolTimeout, fmt.Sprintf("the tool did not finish within %s", o.opts.ToolTimeout), "")
+			limit := o.opts.ToolTimeout
+			var tt toolTimeout
+			if errors.As(callErr, &tt) {
+				limit = tt.limit
+			}
+			res = plugin.ToolFail(core.CodeToolTimeout, fmt.Sprintf("the tool did not finish within %s", limit), "")
 		}
 	}
 	if res.OK {
@@ -273,6 +293,15 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 	}
 	return res, nil
 }
+
+// toolTimeout is the cause of a tool call's deadline, carrying the limit
+// that applied (the host's or the toolpack's own).
+type toolTimeout struct{ limit time.Duration }
+
+func (t toolTimeout) Error() string { return fmt.Sprintf("tool call exceeded %s", t.limit) }
+
+// Is makes a timeout cause match context.DeadlineExceeded.
+func (toolTimeout) Is(target error) bool { return target == context.DeadlineExceeded }
 
 func jsonOrNull(b []byte) json.RawMessage {
 	if len(b) == 0 || !json.Valid(b) {
@@ -297,7 +326,17 @@ func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call eng
 		}
 		return plugin.ToolFail(code, err.Error(), "tool"), nil
 	}
-	switch route.Spec.DefaultPermission {
+	// Shape and schema first: a call that cannot run must not cost the user
+	// a permission prompt.
+	input, notes, te := o.guard.Check(route.Spec, call.Input)
+	if te != nil {
+		return plugin.ToolResult{Error: te}, nil
+	}
+	if len(notes) > 0 {
+		o.log.Debug("tool input normalised", "run", ar.run.ID, "tool", call.Tool, "repairs", notes)
+	}
+	call.Input = input
+	switch route.Permission {
 	case plugin.PermissionDeny:
 		return plugin.ToolFail(core.CodeToolPermissionDenied, fmt.Sprintf("tool %s is denied by policy", call.Tool), ""), nil
 	case plugin.PermissionAsk:
@@ -312,7 +351,11 @@ func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call eng
 
 	// The call ends when the engine's call ends, when the run is cancelled
 	// (even if the engine ignores that) or at the tool timeout.
-	ctx, cancel := context.WithTimeout(ctx, o.opts.ToolTimeout)
+	timeout := o.opts.ToolTimeout
+	if route.Timeout > 0 {
+		timeout = route.Timeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, toolTimeout{timeout})
 	defer cancel()
 	stop := context.AfterFunc(ar.ctx, cancel)
 	defer stop()
@@ -339,6 +382,13 @@ func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call eng
 	wsID := o.lend(ar.run.ID, ref)
 	defer o.revoke(wsID)
 	res, err := client.Call(ctx, toolpack.Call{RunID: ar.run.ID, CallID: call.CallID, Tool: call.Tool, Input: call.Input}, wsID)
+	if err != nil {
+		// Our own deadline: report it with the limit that applied.
+		var tt toolTimeout
+		if errors.As(context.Cause(ctx), &tt) {
+			return plugin.ToolResult{}, tt
+		}
+	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && h.Crashed(o.opts.CrashGrace) {
 		ar.abort(core.CodeToolpackCrashed, fmt.Sprintf("toolpack plugin %q crashed during %s", route.Toolpack, call.Tool))
 		return plugin.ToolResult{}, err

@@ -53,12 +53,29 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	ar.mu.Unlock()
 	sandboxID := "sbx_" + run.ID
 	sbStart := time.Now()
-	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, Files: ar.req.Files, Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}})
+	key := o.scopeKey(run)
+	if key != "" {
+		if ref, started, ok := o.reuseWarm(ctx, ar, key, sbClient); ok {
+			ar.mark("sandbox_start", time.Since(sbStart))
+			_ = o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) {
+				r.SandboxID, r.SandboxStatus, r.SandboxStartedAt = ref.id, sandbox.StatusRunning, &started
+			})
+			_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxReady, "sandbox_id": ref.id, "reused": true})
+			return o.runEngine(ctx, ar, ref), ref
+		}
+		sandboxID = newSandboxID(key)
+	}
+	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, ScopeKey: key, Files: ar.req.Files, Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}})
 	if err != nil {
 		return o.classify(ar, err, "create sandbox"), nil
 	}
 	ar.mark("sandbox_start", time.Since(sbStart))
 	ref := &sandboxRef{client: sbClient, id: info.ID}
+	if key != "" {
+		ar.mu.Lock()
+		ar.warmKey, ar.warm = key, &warmSandbox{ref: ref, backend: run.SandboxBackend, startedAt: info.CreatedAt.UTC(), inUse: true}
+		ar.mu.Unlock()
+	}
 	ar.mu.Lock()
 	ar.ref = ref
 	ar.mu.Unlock()
@@ -113,7 +130,16 @@ func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandbo
 		// callback): nothing is half-done, so start it on the relaunched
 		// engine instead of failing. Once only: a second death is a crash.
 		o.log.Warn("engine died before the run began; retrying on its relaunch", "run", run.ID)
-		if client, engH, err = awaitPlugin(ctx, func() (*engine.Client, pluginmgr.Handle, error) { return o.plugins.Engine(run.Engine) }); err != nil {
+		dead := engH.Generation
+		if client, engH, err = awaitPlugin(ctx, func() (*engine.Client, pluginmgr.Handle, error) {
+			c, h, err := o.plugins.Engine(run.Engine)
+			if err == nil && h.Generation == dead {
+				// The manager has not noticed the death yet and still hands
+				// out the dead process's client: wait for the relaunch.
+				return c, h, pluginmgr.ErrRelaunching
+			}
+			return c, h, err
+		}); err != nil {
 			return failed(core.CodeEngineCrashed, "engine plugin %q crashed and did not come back: %v", run.Engine, err)
 		}
 		ar.mu.Lock()
@@ -242,12 +268,18 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 				out = failed(core.CodeSandboxError, "snapshot sandbox: %v", err)
 			}
 		} else if o.results != nil {
-			extra, err := o.results.ApplyResult(ctx, run, files)
+			applied, err := o.results.ApplyResult(ctx, run, files)
 			if err != nil {
-				out = failed(core.CodeEngineError, "apply result: %v", err)
+				out = failed(core.CodeApplyFailed, "the run's result could not be saved as a revision: %v", err)
 			}
-			for _, ev := range extra {
+			for _, ev := range applied.Events {
 				_ = o.emitWith(ctx, ar, ev, nil)
+			}
+			ar.mu.Lock()
+			ar.resultRevision, ar.result = applied.RevisionID, applied.Result
+			ar.mu.Unlock()
+			if len(applied.Diagnostics) > 0 && out.diagnostics == nil {
+				out.diagnostics = applied.Diagnostics
 			}
 		}
 		ar.mark("apply", time.Since(applyStart))
@@ -290,16 +322,35 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	if output != "" {
 		payload["output_text"] = output
 	}
+	ar.mu.Lock()
+	resultRevision, result := ar.resultRevision, ar.result
+	ar.mu.Unlock()
+	if len(result) > 0 {
+		payload["result"] = result
+	}
+	if resultRevision != "" {
+		payload["result_revision_id"] = resultRevision
+	}
 	if err := o.emitWith(ctx, ar, NewEvent{Type: typ, Diagnostics: out.diagnostics}, payload); err != nil {
 		o.log.Error("emit terminal event", "run", run.ID, "error", err)
 	}
 	now := time.Now().UTC()
 	ar.mark("total", now.Sub(ar.run.CreatedAt))
+	ar.mu.Lock()
+	keepWarm := ar.warm != nil && (out.status == core.RunCompleted || out.status == core.RunCancelled)
+	ar.mu.Unlock()
 	final := func(r *core.Run) {
 		r.ErrorCode, r.ErrorMessage, r.OutputText, r.FinishedAt = out.code, out.msg, output, &now
 		r.InputTokens, r.OutputTokens = inTok, outTok
+		if resultRevision != "" {
+			r.ResultRevisionID = resultRevision
+		}
 		if ref != nil {
 			r.SandboxStatus = sandbox.StatusStopped
+			if keepWarm {
+				// Kept for the chat's next run: idle, still running.
+				r.SandboxStatus = sandbox.StatusRunning
+			}
 		}
 	}
 	// The finish hook (the chat's assistant turn, metrics) runs before the
@@ -326,7 +377,20 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	ar.mu.Unlock()
 	close(done)
 	// The run's outcome is recorded; releasing the sandbox is housekeeping
-	// that a slow or stuck backend must not hold the run hostage to.
+	// that a slow or stuck backend must not hold the run hostage to. A
+	// chat's sandbox stays warm after a completed or cancelled run; after a
+	// failure it may be in any state, so it goes.
+	ar.mu.Lock()
+	key, warm := ar.warmKey, ar.warm
+	ar.mu.Unlock()
+	if warm != nil {
+		if keepWarm {
+			warm.revision = warmRevision(ar)
+			o.keepWarm(key, warm)
+			return
+		}
+		o.dropWarm(key, warm)
+	}
 	if ref != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
 		defer cancel()
@@ -334,6 +398,42 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 			o.log.Warn("stop sandbox", "run", run.ID, "sandbox", ref.id, "error", err)
 		}
 	}
+}
+
+// reuseWarm takes the chat's warm sandbox for the run, refreshed to the run's
+// base files. A kept sandbox that is gone is forgotten, and the run is told
+// it starts in a fresh one.
+func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string, sbClient *sandbox.Client) (*sandboxRef, time.Time, bool) {
+	w := o.takeWarm(key, ar.run.SandboxBackend)
+	if w == nil {
+		return nil, time.Time{}, false
+	}
+	lost := func(why string, err error) (*sandboxRef, time.Time, bool) {
+		o.log.Warn("warm sandbox unusable; starting a fresh one", "sandbox", w.ref.id, "why", why, "error", err)
+		o.dropWarm(key, w)
+		go o.stopWarm(w)
+		ar.mu.Lock()
+		ar.req.History = append(ar.req.History, engine.Message{Role: "system", Content: "This conversation's previous sandbox is gone; " +
+			"this run starts in a fresh one made from the app's current draft, so anything installed or built there before is not here."})
+		ar.mu.Unlock()
+		return nil, time.Time{}, false
+	}
+	info, err := sbClient.Get(ctx, w.ref.id)
+	if err != nil || info.Status != sandbox.StatusRunning {
+		return lost("not running", err)
+	}
+	if w.revision == "" || w.revision != ar.run.BaseRevisionID {
+		n, err := refreshFiles(ctx, sbClient.Workspace(w.ref.id), ar.req.Files)
+		if err != nil {
+			return lost("refresh failed", err)
+		}
+		o.log.Debug("warm sandbox refreshed", "sandbox", w.ref.id, "files_changed", n)
+	}
+	w.ref.client = sbClient // the plugin may have been relaunched since
+	ar.mu.Lock()
+	ar.ref, ar.warmKey, ar.warm = w.ref, key, w
+	ar.mu.Unlock()
+	return w.ref, w.startedAt, true
 }
 
 // sandboxStopTimeout bounds releasing a finished run's sandbox.

@@ -35,7 +35,10 @@ func defaultConfigs() []pluginmgr.Config {
 	return []pluginmgr.Config{
 		{Name: "mock", Kind: plugin.KindEngine, Command: filepath.Join(binDir, "agenthost-engine-mock"), Enabled: true, Config: []byte("{}")},
 		{Name: "local", Kind: plugin.KindSandbox, Command: filepath.Join(binDir, "agenthost-sandbox-local"), Enabled: true, Config: []byte("{}")},
-		{Name: "patch", Kind: plugin.KindToolpack, Command: filepath.Join(binDir, "agenthost-toolpack-patch"), Enabled: true, Config: []byte("{}")},
+		// The spine's tests write through the legacy whole-file tool, on
+		// here explicitly (it is off by default); the patch tools have
+		// their own end-to-end test.
+		{Name: "patch", Kind: plugin.KindToolpack, Command: filepath.Join(binDir, "agenthost-toolpack-patch"), Enabled: true, Config: []byte(`{"legacy_write_file": true}`)},
 	}
 }
 

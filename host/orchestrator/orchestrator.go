@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/toolinput"
 	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/hashicorp/go-hclog"
 )
@@ -31,6 +34,12 @@ type Options struct {
 	// OnFinished, when set, is called with a run's final state after its
 	// terminal event (the chat records the assistant's turn here).
 	OnFinished func(ctx context.Context, run *core.Run)
+	// SandboxReuse keeps a chat session's sandbox between its runs
+	// (refreshed from the run's base files each time) instead of one
+	// sandbox per run; SandboxTTL is how long an idle one is kept
+	// (DefaultSandboxTTL when 0). Failed runs' sandboxes are never kept.
+	SandboxReuse bool
+	SandboxTTL   time.Duration
 }
 
 // Orchestrator runs coding-agent runs.
@@ -45,8 +54,13 @@ type Orchestrator struct {
 	mu     sync.Mutex
 	active map[string]*activeRun
 	leases map[string]lease
-	wg     sync.WaitGroup
-	closed bool
+	// guard normalises and validates every tool input before dispatch.
+	guard *toolinput.Guard
+	// pool keeps chat sessions' sandboxes warm (Options.SandboxReuse).
+	pool     sandboxPool
+	stopReap chan struct{}
+	wg       sync.WaitGroup
+	closed   bool
 }
 
 // New builds an Orchestrator and subscribes it to plugin crashes.
@@ -66,6 +80,15 @@ func New(plugins Plugins, runs RunStore, events EventSink, results ResultSink, o
 	o := &Orchestrator{
 		plugins: plugins, runs: runs, events: events, results: results, opts: opts,
 		log: opts.Logger.Named("orchestrator"), active: map[string]*activeRun{}, leases: map[string]lease{},
+		guard: toolinput.NewGuard(),
+	}
+	o.pool.byKey = map[string]*warmSandbox{}
+	o.stopReap = make(chan struct{})
+	if opts.SandboxReuse {
+		if o.opts.SandboxTTL <= 0 {
+			o.opts.SandboxTTL = DefaultSandboxTTL
+		}
+		go o.reapLoop(o.stopReap)
 	}
 	plugins.OnCrash(o.onCrash)
 	return o
@@ -138,13 +161,23 @@ func NewID(prefix string) string {
 // being relaunched after a crash counts as ready: the run waits for it
 // (awaitPlugin) rather than failing in the gap.
 func (o *Orchestrator) Ready(engineName, sandboxName string) error {
-	if _, _, err := o.plugins.Engine(engineName); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
-		return core.Errf(core.CodeEngineUnavailable, "engine", "%v", err)
+	_, eh, eerr := o.plugins.Engine(engineName)
+	if eerr != nil && !errors.Is(eerr, pluginmgr.ErrRelaunching) {
+		return core.Errf(core.CodeEngineUnavailable, "engine", "%v", eerr)
 	}
-	if _, _, err := o.plugins.Sandbox(sandboxName); err != nil && !errors.Is(err, pluginmgr.ErrRelaunching) {
+	_, sh, serr := o.plugins.Sandbox(sandboxName)
+	if serr != nil && !errors.Is(serr, pluginmgr.ErrRelaunching) {
 		// Every run executes in a sandbox; with none usable the request
 		// cannot be served (the seed's sandbox-required contract).
-		return core.Errf(core.CodeSandboxRequired, "sandbox", "runs need a sandbox and backend %q cannot provide one: %v", sandboxName, err)
+		return core.Errf(core.CodeSandboxRequired, "sandbox", "runs need a sandbox and backend %q cannot provide one: %v", sandboxName, serr)
+	}
+	// A plugin being relaunched has no Info to compare yet; its run waits
+	// for it and the engine reports what it cannot do itself.
+	if eerr == nil && serr == nil {
+		if missing := plugin.MissingFeatures(eh.Capabilities[plugin.CapabilityRequires], sh.Capabilities[plugin.CapabilityProvides]); missing != nil {
+			return core.Errf(core.CodeEngineUnsupportedRuntime, "engine",
+				"engine %q needs sandbox features the %q backend does not offer: %s", engineName, sandboxName, strings.Join(missing, ", "))
+		}
 	}
 	return nil
 }
@@ -163,7 +196,7 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 		ChatSessionID: req.ChatSessionID, BaseRevisionID: req.BaseRevisionID, Prompt: req.Prompt, Status: core.RunQueued,
 		Engine: req.Engine, SandboxBackend: req.Sandbox, CreatedAt: now, UpdatedAt: now,
 		IdempotencyKey: req.IdempotencyKey, IdempotencyHash: req.IdempotencyHash,
-		RequestedModelID: req.RequestedModelID, ResolvedModelID: req.Model.ID,
+		RequestedModelID: req.RequestedModelID, ResolvedModelID: req.Model.ID, Context: req.Context,
 	}
 	if run.ID == "" {
 		run.ID = NewID("run")
@@ -239,6 +272,10 @@ func (o *Orchestrator) Shutdown(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 	}
+	if o.opts.SandboxReuse {
+		close(o.stopReap)
+		o.stopAllWarm()
+	}
 }
 
 // activeRun is the in-memory side of a run that is executing.
@@ -271,8 +308,15 @@ type activeRun struct {
 	output    []byte
 	// timings are the run's timing_metrics_ms; engineCalled is when the
 	// engine's Run was called (engine_start runs until its first answer).
-	timings      map[string]int64
-	engineCalled time.Time
+	timings map[string]int64
+	// warmKey and warm are the kept sandbox the run uses, when reuse is on.
+	warmKey string
+	warm    *warmSandbox
+	// resultRevision and result are what the result sink made of the
+	// run's files.
+	resultRevision string
+	result         json.RawMessage
+	engineCalled   time.Time
 	// openCalls are tool calls started and not yet finished (id → tool).
 	openCalls map[string]string
 	// touched: the engine has sent an event or a callback for the run.
@@ -325,7 +369,8 @@ func (ar *activeRun) mark(name string, d time.Duration) {
 }
 
 // withTimings returns ctxJSON with timing_metrics_ms set to the run's
-// timings, keeping every other key of the run context.
+// timings (and result to what became of its files, once known), keeping
+// every other key of the run context.
 func (ar *activeRun) withTimings(ctxJSON json.RawMessage) json.RawMessage {
 	m := map[string]json.RawMessage{}
 	if len(ctxJSON) > 0 {
@@ -333,8 +378,12 @@ func (ar *activeRun) withTimings(ctxJSON json.RawMessage) json.RawMessage {
 	}
 	ar.mu.Lock()
 	t, _ := json.Marshal(ar.timings)
+	result := ar.result
 	ar.mu.Unlock()
 	m["timing_metrics_ms"] = t
+	if len(result) > 0 {
+		m["result"] = result
+	}
 	out, _ := json.Marshal(m)
 	return out
 }

@@ -8,6 +8,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -34,11 +35,25 @@ type EventSink interface {
 	Append(ctx context.Context, run *core.Run, ev NewEvent) (core.Envelope, error)
 }
 
-// ResultSink turns a completed run's files into the app's next revision. It
-// may return extra events (revision.created, checkpoint.created) to emit
-// before run.completed.
+// ResultSink turns a completed run's files into the app's next revision.
 type ResultSink interface {
-	ApplyResult(ctx context.Context, run *core.Run, files []sandbox.File) ([]NewEvent, error)
+	ApplyResult(ctx context.Context, run *core.Run, files []sandbox.File) (ApplyOutcome, error)
+}
+
+// ApplyOutcome is what became of a completed run's files.
+type ApplyOutcome struct {
+	// Events are emitted before run.completed (revision.created,
+	// checkpoint.created).
+	Events []NewEvent
+	// RevisionID is the revision the result became ("" when nothing
+	// changed); it is the run's result_revision_id.
+	RevisionID string
+	// Result describes the outcome as a JSON object (its "kind": applied,
+	// merged, unchanged or conflict); it goes into the run's context and on
+	// run.completed.
+	Result json.RawMessage
+	// Diagnostics, when set, go on run.completed (a conflict's files).
+	Diagnostics json.RawMessage
 }
 
 // Plugins is what the orchestrator needs of the plugin manager.

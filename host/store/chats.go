@@ -11,13 +11,16 @@ import (
 
 // ChatSession is a conversation of one user about one app.
 type ChatSession struct {
-	ID        string `db:"id"`
-	TenantID  string `db:"tenant_id"`
-	AppID     string `db:"app_id"`
-	UserID    string `db:"user_id"`
-	Title     string `db:"title"`
-	CreatedAt int64  `db:"created_at"`
-	UpdatedAt int64  `db:"updated_at"`
+	ID       string `db:"id"`
+	TenantID string `db:"tenant_id"`
+	AppID    string `db:"app_id"`
+	UserID   string `db:"user_id"`
+	Title    string `db:"title"`
+	// RestoredCheckpointID is the checkpoint restored since the session's
+	// last run (its next run's history says so); empty when none.
+	RestoredCheckpointID sql.NullString `db:"restored_checkpoint_id"`
+	CreatedAt            int64          `db:"created_at"`
+	UpdatedAt            int64          `db:"updated_at"`
 }
 
 // ChatMessage is one turn.
@@ -30,7 +33,7 @@ type ChatMessage struct {
 	CreatedAt     int64          `db:"created_at"`
 }
 
-const chatColumns = `id, tenant_id, app_id, user_id, title, created_at, updated_at`
+const chatColumns = `id, tenant_id, app_id, user_id, title, restored_checkpoint_id, created_at, updated_at`
 
 // CreateChatSession stores a new session.
 func (s *Store) CreateChatSession(ctx context.Context, cs ChatSession) error {

@@ -48,6 +48,11 @@ type NewRevision struct {
 	Files                                                                []sandbox.File
 	// Unapplied keeps the revision aside (a conflicting run result).
 	Unapplied bool
+	// AdvanceDraft moves the app's draft head to the new revision in the
+	// same transaction, but only from DraftFrom (compare-and-set): a head
+	// that moved meanwhile fails with REVISION_CONFLICT and stores nothing.
+	AdvanceDraft bool
+	DraftFrom    string
 }
 
 // WriteStats says what storing a revision cost.
@@ -135,6 +140,16 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 				return translate(err)
 			}
 		}
+		if nr.AdvanceDraft {
+			res, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE apps SET draft_revision_id = ?, updated_at = ?
+ WHERE id = ? AND COALESCE(draft_revision_id, '') = ?`), rev.ID, now, rev.AppID, nr.DraftFrom)
+			if err != nil {
+				return translate(err)
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				return core.Errf(core.CodeRevisionConflict, "base_revision_id", "the app's draft head is no longer %q", nr.DraftFrom)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -175,24 +190,36 @@ func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string]
 
 func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
+// revisionRow is a revisions row as scanned.
+type revisionRow struct {
+	ID            string         `db:"id"`
+	AppID         string         `db:"app_id"`
+	ParentID      sql.NullString `db:"parent_id"`
+	MergeParentID sql.NullString `db:"merge_parent_id"`
+	Source        string         `db:"source"`
+	AuthorID      sql.NullString `db:"author_id"`
+	RunID         sql.NullString `db:"run_id"`
+	Message       string         `db:"message"`
+	FileCount     int            `db:"file_count"`
+	TotalSize     int64          `db:"total_size"`
+	Applied       bool           `db:"applied"`
+	CreatedAt     int64          `db:"created_at"`
+}
+
+const revisionColumns = `id, app_id, parent_id, merge_parent_id, source, author_id, run_id, message, file_count, total_size, applied, created_at`
+
+func (row revisionRow) revision() Revision {
+	return Revision{
+		ID: row.ID, AppID: row.AppID, ParentID: row.ParentID.String, MergeParentID: row.MergeParentID.String,
+		Source: row.Source, AuthorID: row.AuthorID.String, RunID: row.RunID.String, Message: row.Message,
+		FileCount: row.FileCount, TotalSize: row.TotalSize, Applied: row.Applied, CreatedAt: fromMS(row.CreatedAt),
+	}
+}
+
 // GetRevision reads a revision and its manifest (path order).
 func (s *Store) GetRevision(ctx context.Context, id string) (Revision, []ManifestEntry, error) {
-	var row struct {
-		ID            string         `db:"id"`
-		AppID         string         `db:"app_id"`
-		ParentID      sql.NullString `db:"parent_id"`
-		MergeParentID sql.NullString `db:"merge_parent_id"`
-		Source        string         `db:"source"`
-		AuthorID      sql.NullString `db:"author_id"`
-		RunID         sql.NullString `db:"run_id"`
-		Message       string         `db:"message"`
-		FileCount     int            `db:"file_count"`
-		TotalSize     int64          `db:"total_size"`
-		Applied       bool           `db:"applied"`
-		CreatedAt     int64          `db:"created_at"`
-	}
-	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT id, app_id, parent_id, merge_parent_id, source, author_id, run_id,
- message, file_count, total_size, applied, created_at FROM revisions WHERE id = ?`), id)
+	var row revisionRow
+	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT `+revisionColumns+` FROM revisions WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Revision{}, nil, notFound("revision", id)
 	}
@@ -204,11 +231,29 @@ func (s *Store) GetRevision(ctx context.Context, id string) (Revision, []Manifes
  JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? ORDER BY f.path`), id); err != nil {
 		return Revision{}, nil, translate(err)
 	}
-	return Revision{
-		ID: row.ID, AppID: row.AppID, ParentID: row.ParentID.String, MergeParentID: row.MergeParentID.String,
-		Source: row.Source, AuthorID: row.AuthorID.String, RunID: row.RunID.String, Message: row.Message,
-		FileCount: row.FileCount, TotalSize: row.TotalSize, Applied: row.Applied, CreatedAt: fromMS(row.CreatedAt),
-	}, entries, nil
+	return row.revision(), entries, nil
+}
+
+// ListRevisions returns an app's revisions newest first, older than the
+// cursor revision (empty: from the newest).
+func (s *Store) ListRevisions(ctx context.Context, appID, before string, limit int) ([]Revision, error) {
+	q := `SELECT ` + revisionColumns + ` FROM revisions WHERE app_id = ?`
+	args := []any{appID}
+	if before != "" {
+		q += ` AND (created_at, id) < (SELECT created_at, id FROM revisions WHERE id = ?)`
+		args = append(args, before)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	var rows []revisionRow
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
+		return nil, translate(err)
+	}
+	out := make([]Revision, len(rows))
+	for i, r := range rows {
+		out[i] = r.revision()
+	}
+	return out, nil
 }
 
 // ReadRevisionFile returns one file's content at a revision.
@@ -242,4 +287,13 @@ func (s *Store) RevisionFiles(ctx context.Context, revisionID string) ([]sandbox
 		out[i] = sandbox.File{Path: r.Path, Mode: r.Mode, Data: r.Data}
 	}
 	return out, nil
+}
+
+// StoredBlobBytes is the size of all stored file content (each distinct
+// content once): what the app revisions cost on disk, before the database's
+// own overhead.
+func (s *Store) StoredBlobBytes(ctx context.Context) (int64, error) {
+	var n sql.NullInt64
+	err := s.r.GetContext(ctx, &n, `SELECT SUM(size) FROM blobs`)
+	return n.Int64, translate(err)
 }

@@ -113,11 +113,11 @@ func (m *Memory) Append(_ context.Context, run *core.Run, ev orchestrator.NewEve
 }
 
 // ApplyResult records the files of a completed run.
-func (m *Memory) ApplyResult(_ context.Context, run *core.Run, files []sandbox.File) ([]orchestrator.NewEvent, error) {
+func (m *Memory) ApplyResult(_ context.Context, run *core.Run, files []sandbox.File) (orchestrator.ApplyOutcome, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.results[run.ID] = files
-	return nil, nil
+	return orchestrator.ApplyOutcome{}, nil
 }
 
 // Events returns a copy of a run's log.

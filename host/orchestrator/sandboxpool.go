@@ -1,0 +1,203 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/agenthost/agenthost/sdk/workspace"
+)
+
+// DefaultSandboxTTL is how long a chat session's idle sandbox is kept warm.
+const DefaultSandboxTTL = 15 * time.Minute
+
+// warmSandbox is a chat session's sandbox kept between its runs: its
+// installed dependencies and build caches survive, so the next run starts
+// warm.
+type warmSandbox struct {
+	ref       *sandboxRef
+	backend   string
+	startedAt time.Time
+	// revision is the app revision its files match; "" when unknown (the
+	// run's result was merged or set aside), which forces a full refresh.
+	revision  string
+	inUse     bool
+	idleSince time.Time
+}
+
+// sandboxPool holds warm sandboxes by scope key ("chat-<id>").
+type sandboxPool struct {
+	mu    sync.Mutex
+	byKey map[string]*warmSandbox
+}
+
+// scopeKey is the key a run's sandbox is kept under, "" when it is not kept.
+func (o *Orchestrator) scopeKey(run *core.Run) string {
+	if !o.opts.SandboxReuse || run.ChatSessionID == "" {
+		return ""
+	}
+	return "chat-" + run.ChatSessionID
+}
+
+// takeWarm hands out the warm sandbox of key for a run, or nil. A sandbox in
+// use by another run of the same chat is not shared: that run gets a fresh
+// one.
+func (o *Orchestrator) takeWarm(key, backend string) *warmSandbox {
+	o.pool.mu.Lock()
+	defer o.pool.mu.Unlock()
+	w := o.pool.byKey[key]
+	if w == nil || w.inUse || w.backend != backend {
+		return nil
+	}
+	w.inUse = true
+	return w
+}
+
+// keepWarm puts a run's sandbox back (or in) the pool, idle, matching
+// revision.
+func (o *Orchestrator) keepWarm(key string, w *warmSandbox) {
+	o.pool.mu.Lock()
+	defer o.pool.mu.Unlock()
+	w.inUse, w.idleSince = false, time.Now()
+	if old := o.pool.byKey[key]; old != nil && old != w {
+		// Two runs of one chat ran at once; keep the newer, stop the other.
+		go o.stopWarm(old)
+	}
+	o.pool.byKey[key] = w
+}
+
+// dropWarm forgets key's sandbox if it is w.
+func (o *Orchestrator) dropWarm(key string, w *warmSandbox) {
+	o.pool.mu.Lock()
+	defer o.pool.mu.Unlock()
+	if o.pool.byKey[key] == w {
+		delete(o.pool.byKey, key)
+	}
+}
+
+func (o *Orchestrator) stopWarm(w *warmSandbox) {
+	ctx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
+	defer cancel()
+	if err := w.ref.client.Stop(ctx, w.ref.id); err != nil {
+		o.log.Warn("stop idle sandbox", "sandbox", w.ref.id, "error", err)
+	}
+}
+
+// reapLoop stops warm sandboxes idle for longer than the TTL; one in use is
+// never reaped.
+func (o *Orchestrator) reapLoop(stop <-chan struct{}) {
+	every := min(o.opts.SandboxTTL/2, 30*time.Second)
+	t := time.NewTicker(max(every, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		var expired []*warmSandbox
+		o.pool.mu.Lock()
+		for key, w := range o.pool.byKey {
+			if !w.inUse && time.Since(w.idleSince) > o.opts.SandboxTTL {
+				expired = append(expired, w)
+				delete(o.pool.byKey, key)
+			}
+		}
+		o.pool.mu.Unlock()
+		for _, w := range expired {
+			o.log.Debug("idle sandbox expired", "sandbox", w.ref.id)
+			o.stopWarm(w)
+		}
+	}
+}
+
+// stopAllWarm stops every kept sandbox (host shutdown).
+func (o *Orchestrator) stopAllWarm() {
+	o.pool.mu.Lock()
+	all := make([]*warmSandbox, 0, len(o.pool.byKey))
+	for key, w := range o.pool.byKey {
+		if !w.inUse {
+			all = append(all, w)
+			delete(o.pool.byKey, key)
+		}
+	}
+	o.pool.mu.Unlock()
+	for _, w := range all {
+		o.stopWarm(w)
+	}
+}
+
+// refreshFiles makes a reused sandbox's files those of the run's base:
+// changed and new files written, files the base does not have removed,
+// generated folders (node_modules, dist, …) left alone: they are what makes
+// the sandbox warm.
+func refreshFiles(ctx context.Context, ws workspace.Workspace, files []sandbox.File) (int, error) {
+	entries, _, err := ws.List(ctx, "", workspace.ListOptions{Recursive: true, WithHashes: true, SkipDirs: core.GeneratedArtifacts})
+	if err != nil {
+		return 0, err
+	}
+	have := make(map[string]string, len(entries))
+	for _, e := range entries {
+		if !e.IsDir && !sandbox.MatchExclude(e.Path, core.GeneratedArtifacts) {
+			have[e.Path] = e.SHA256
+		}
+	}
+	changed := 0
+	want := make(map[string]bool, len(files))
+	for _, f := range files {
+		want[f.Path] = true
+		if sha, ok := have[f.Path]; ok && sha == sha256Hex(f.Data) {
+			continue
+		}
+		if _, err := ws.WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
+			return changed, err
+		}
+		changed++
+	}
+	for p := range have {
+		if !want[p] {
+			if err := ws.Remove(ctx, p, false); err != nil {
+				return changed, err
+			}
+			changed++
+		}
+	}
+	return changed, nil
+}
+
+// warmRevision is the revision a finished run's sandbox matches: the result
+// when it became the draft, the base when nothing changed, else unknown.
+func warmRevision(ar *activeRun) string {
+	ar.mu.Lock()
+	result, resultRev := ar.result, ar.resultRevision
+	ar.mu.Unlock()
+	var r struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(result, &r)
+	switch r.Kind {
+	case "applied":
+		return resultRev
+	case "unchanged":
+		return ar.run.BaseRevisionID
+	}
+	return ""
+}
+
+// newSandboxID names a kept sandbox: unique, and tied to its scope.
+func newSandboxID(key string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "sbx_" + key + "_" + hex.EncodeToString(b[:])
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

@@ -1,0 +1,3 @@
+document.getElementById('greet').addEventListener('click', () => {
+  document.getElementById('message').textContent = 'Hello!'
+})
