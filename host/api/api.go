@@ -50,6 +50,8 @@ type Deps struct {
 type Server struct {
 	deps Deps
 	log  hclog.Logger
+	// principals remembers authenticated tokens briefly (principalTTL).
+	principals principalCache
 }
 
 // New builds the handler.
@@ -80,10 +82,23 @@ func New(d Deps) http.Handler {
 	a.PUT("/models/default", require(ScopeAdmin), s.setDefaultModel)
 	a.POST("/apps", require(ScopeWrite), s.createApp)
 	a.GET("/apps", require(ScopeRead), s.listApps)
+	a.POST("/agents", require(ScopeWrite), s.createAgent)
+	a.GET("/agents", require(ScopeRead), s.listAgents)
+	a.GET("/agents/:agent_id", require(ScopeRead), s.getAgent)
+	a.PUT("/apps/:app_id/agent", require(ScopeWrite), s.selectAgent)
+	a.GET("/apps/:app_id/builder/agent-contract", require(ScopeRead), s.getAgentContract)
+	a.GET("/app-templates", require(ScopeRead), s.listTemplates)
 	a.GET("/apps/:app_id", require(ScopeRead), s.getApp)
 
 	ca := a.Group("/apps/:app_id/coding-agent")
+	a.GET("/apps/:app_id/revisions", require(ScopeRead), s.listRevisions)
+	a.POST("/apps/:app_id/revisions", require(ScopeWrite), s.createRevision)
+	a.GET("/apps/:app_id/revisions/:revision_id", require(ScopeRead), s.getRevision)
+	a.GET("/apps/:app_id/revisions/:revision_id/diff", require(ScopeRead), s.diffRevisions)
+	a.GET("/apps/:app_id/revisions/:revision_id/files/*path", require(ScopeRead), s.revisionFile)
 	ca.GET("/capabilities", require(ScopeRead), s.capabilities)
+	ca.GET("/checkpoints", require(ScopeRead), s.listCheckpoints)
+	ca.POST("/checkpoints/:checkpoint_id/restore", require(ScopeWrite), s.restoreCheckpoint)
 	ca.GET("/chat-sessions", require(ScopeRead), s.listChats)
 	ca.POST("/chat-sessions", require(ScopeWrite), s.createChat)
 	ca.GET("/chat-sessions/:chat_id", require(ScopeRead), s.getChat)

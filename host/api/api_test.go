@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -273,6 +278,7 @@ func TestCapabilities(t *testing.T) {
 			Tools []struct {
 				Name              string `json:"name"`
 				Toolpack          string `json:"toolpack"`
+				Permission        string `json:"permission"`
 				DefaultPermission string `json:"default_permission"`
 			} `json:"tools"`
 		}
@@ -283,10 +289,18 @@ func TestCapabilities(t *testing.T) {
 		require.Len(t, caps.Engines, 1)
 		assert.Equal(t, "mock", caps.Engines[0].Name)
 		assert.True(t, caps.Engines[0].Available)
-		require.Len(t, caps.Tools, 2)
-		assert.Equal(t, "coding_agent_read_file", caps.Tools[0].Name)
-		assert.Equal(t, "patch", caps.Tools[0].Toolpack)
-		assert.Equal(t, "allow", caps.Tools[0].DefaultPermission)
+		byTool := map[string]string{}
+		var names []string
+		for _, tl := range caps.Tools {
+			assert.Equal(t, "patch", tl.Toolpack, tl.Name)
+			assert.Equal(t, tl.DefaultPermission, tl.Permission, "%s: no override configured", tl.Name)
+			byTool[tl.Name] = tl.Permission
+			names = append(names, tl.Name)
+		}
+		assert.True(t, sort.StringsAreSorted(names), "sorted: %v", names)
+		assert.Equal(t, "allow", byTool["coding_agent_read_file"])
+		assert.Equal(t, "ask", byTool["coding_agent_run_command"])
+		assert.NotContains(t, byTool, "coding_agent_write_file", "the legacy whole-file write is off by default")
 
 		var first, second map[string]any
 		e.do(e.tokenA, "GET", path, nil, &first)
@@ -395,4 +409,111 @@ func TestRefusedRunsChangeNothing(t *testing.T) {
 	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", 10)
 	require.NoError(t, err)
 	assert.Empty(t, chats)
+}
+
+// TestEngineUnsupportedRuntime: an engine that needs a sandbox feature the
+// default backend lacks is refused with CODING_AGENT_ENGINE_UNSUPPORTED_RUNTIME
+// before anything is written, and capabilities says why up front.
+func TestEngineUnsupportedRuntime(t *testing.T) {
+	dir := testenv.PluginConfigDir(t, "mock", "local", "patch")
+	body := fmt.Sprintf("plugin \"mock-gpu\" {\n  kind    = \"engine\"\n  command = %q\n  args    = [\"-name=mock-gpu\", \"-requires=exec,gpu\"]\n}\n", testenv.DefaultPlugins["mock"])
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "mock-gpu.hcl"), []byte(body), 0o644))
+	e := startEnvIn(t, "sqlite", dir)
+	app := e.createApp(e.tokenA)
+
+	var caps struct {
+		Engines []struct {
+			Name             string   `json:"name"`
+			Available        bool     `json:"available"`
+			RuntimeSupported *bool    `json:"runtime_supported"`
+			MissingFeatures  []string `json:"missing_features"`
+		} `json:"engines"`
+	}
+	require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/capabilities", nil, &caps))
+	require.Len(t, caps.Engines, 2)
+	byName := map[string]int{}
+	for i, en := range caps.Engines {
+		byName[en.Name] = i
+	}
+	gpu, mockEng := caps.Engines[byName["mock-gpu"]], caps.Engines[byName["mock"]]
+	assert.True(t, gpu.Available, "the plugin itself is healthy")
+	require.NotNil(t, gpu.RuntimeSupported)
+	assert.False(t, *gpu.RuntimeSupported)
+	assert.Equal(t, []string{"gpu"}, gpu.MissingFeatures)
+	require.NotNil(t, mockEng.RuntimeSupported)
+	assert.True(t, *mockEng.RuntimeSupported)
+
+	var er apiError
+	path := "/admin/apps/" + app + "/coding-agent/runs"
+	require.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", path, map[string]string{"prompt": "x", "engine": "mock-gpu"}, &er))
+	assert.Equal(t, "CODING_AGENT_ENGINE_UNSUPPORTED_RUNTIME", er.Detail.Code)
+	assert.Equal(t, "engine", er.Detail.Field)
+	assert.Contains(t, er.Detail.Message, "gpu")
+	runs, err := e.h.Store.ListRuns(t.Context(), app, "", "", 10)
+	require.NoError(t, err)
+	assert.Empty(t, runs)
+	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", 10)
+	require.NoError(t, err)
+	assert.Empty(t, chats, "a refused run leaves no chat session behind")
+
+	// The other engine on the same host still runs.
+	var run struct {
+		ID string `json:"id"`
+	}
+	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", path, map[string]string{"prompt": "say hi", "engine": "mock"}, &run))
+	assert.NotEmpty(t, run.ID)
+}
+
+// TestCancelDuringToolCallOverHTTP: a cancel that arrives while a tool call
+// runs a sandbox command ends the call (tool.failed TOOL_CANCELLED), kills
+// the command and ends the run cancelled, all through the public API.
+func TestCancelDuringToolCallOverHTTP(t *testing.T) {
+	e := startEnv(t, "sqlite")
+	app := e.createApp(e.tokenA)
+	base := "/admin/apps/" + app + "/coding-agent/runs/"
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	run := e.createRun(e.tokenA, app, fmt.Sprintf(`tool coding_agent_run_command {"command":"echo $$ > %s; exec sleep 60"}`, pidFile)+"\nsay never")
+
+	// run_command asks by default: allow it, then wait for the command.
+	resp := e.openStream(e.tokenA, app, run.ID, "")
+	readSSE(t, resp, func(f frame) bool { return f.Event == "permission.requested" })
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+run.ID+"/resume", map[string]string{"decision": "allow"}, nil))
+	var pid int
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	}, 30*time.Second, 10*time.Millisecond, "the command never started")
+
+	require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+run.ID+"/cancel", nil, nil))
+	final := e.waitRun(app, run.ID)
+	assert.Equal(t, "cancelled", final.Status)
+
+	var page struct {
+		Events []struct {
+			Event   string          `json:"event"`
+			Payload json.RawMessage `json:"payload"`
+		} `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", base+run.ID+"/events?limit=500", nil, &page))
+	var seq []string
+	for _, ev := range page.Events {
+		seq = append(seq, ev.Event)
+		if ev.Event == "tool.failed" {
+			assert.Contains(t, string(ev.Payload), `"error_code":"TOOL_CANCELLED"`)
+		}
+	}
+	require.NotEmpty(t, seq)
+	assert.Equal(t, "run.cancelled", seq[len(seq)-1], "the terminal event is last: %v", seq)
+	assert.Contains(t, seq, "tool.failed", "the call in flight is closed before the run ends: %v", seq)
+	assert.NotContains(t, seq, "tool.completed")
+
+	// The sandbox command is gone with the call.
+	require.Eventually(t, func() bool {
+		return syscall.Kill(pid, 0) == syscall.ESRCH
+	}, 10*time.Second, 20*time.Millisecond, "process %d outlived the cancel", pid)
 }

@@ -1,13 +1,16 @@
 package api
 
 import (
+	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/host/templates"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/gin-gonic/gin"
 )
@@ -19,6 +22,8 @@ type createAppRequest struct {
 	Name string `json:"name"`
 	// Files maps a path to its UTF-8 content.
 	Files map[string]string `json:"files"`
+	// Template names a bundled template to start from instead.
+	Template string `json:"template"`
 }
 
 type appJSON struct {
@@ -32,39 +37,79 @@ func appOut(a store.App) appJSON {
 	return appJSON{ID: a.ID, Name: a.Name, DraftRevisionID: a.DraftRevisionID, CreatedAt: a.CreatedAt}
 }
 
-// createApp makes an app from inline files; its first revision becomes the
-// draft head.
+// createApp makes an app whose first revision becomes the draft head, from
+// inline files or a bundled template (JSON), or from a tar, tar.gz or zip
+// archive sent as the body with its Content-Type and ?name=.
 func (s *Server) createApp(c *gin.Context) {
-	var req createAppRequest
-	if err := bindJSON(c, maxAppBody, &req); err != nil {
-		_ = c.Error(err)
-		return
-	}
-	if req.Name == "" || len(req.Name) > 200 {
-		_ = c.Error(core.Errf(core.CodeInvalidRequest, "name", "name is required (at most 200 characters)"))
-		return
-	}
-	files := make([]sandbox.File, 0, len(req.Files))
-	for p, content := range req.Files {
-		if p == "" || p[0] == '/' || len(p) > 1024 {
-			_ = c.Error(core.Errf(core.CodeInvalidRequest, "files", "file path %q must be relative", p))
+	var (
+		name, source string
+		files        []sandbox.File
+		skipped      int
+	)
+	if kind := archiveKind(c.ContentType()); kind != "" {
+		name, source = c.Query("name"), "upload"
+		if err := validName(name); err != nil {
+			_ = c.Error(err)
 			return
 		}
-		files = append(files, sandbox.File{Path: p, Data: []byte(content)})
+		body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxAppBody))
+		if err != nil {
+			_ = c.Error(core.Errf(CodeTooLarge, "", "the archive is over %d bytes", maxAppBody))
+			return
+		}
+		u, err := unpackArchive(kind, body)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		files, skipped = u.Files, u.Skipped
+	} else {
+		var req createAppRequest
+		if err := bindJSON(c, maxAppBody, &req); err != nil {
+			_ = c.Error(err)
+			return
+		}
+		if err := validName(req.Name); err != nil {
+			_ = c.Error(err)
+			return
+		}
+		name, source = req.Name, "upload"
+		switch {
+		case req.Template != "" && len(req.Files) > 0:
+			_ = c.Error(core.Errf(core.CodeInvalidRequest, "template", "give files or a template, not both"))
+			return
+		case req.Template != "":
+			var ok bool
+			if files, ok = templates.Files(req.Template); !ok {
+				names := []string{}
+				for _, t := range templates.List() {
+					names = append(names, t.Name)
+				}
+				_ = c.Error(core.Errf(core.CodeInvalidRequest, "template", "no template %q; there are %s", req.Template, strings.Join(names, ", ")))
+				return
+			}
+			source = "template"
+		default:
+			for p, content := range req.Files {
+				clean, err := cleanEntryPath(p)
+				if err != nil || clean != p {
+					_ = c.Error(core.Errf(core.CodeInvalidRequest, "files", "file path %q must be relative to the app's root, without . or .. segments", p))
+					return
+				}
+				files = append(files, sandbox.File{Path: p, Data: []byte(content)})
+			}
+			sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+		}
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	ctx := c.Request.Context()
 	p := principal(c)
-	a := store.App{ID: orchestrator.NewID("app"), TenantID: p.TenantID, Name: req.Name}
+	a := store.App{ID: orchestrator.NewID("app"), TenantID: p.TenantID, Name: name}
 	if err := s.deps.Store.CreateApp(ctx, a); err != nil {
 		_ = c.Error(err)
 		return
 	}
-	rev, _, err := s.deps.Store.CreateRevision(ctx, store.NewRevision{ID: orchestrator.NewID("rev"), AppID: a.ID, Source: "upload", AuthorID: p.UserID, Files: files})
-	if err == nil {
-		err = s.deps.Store.SetDraft(ctx, a.ID, "", rev.ID)
-	}
-	if err != nil {
+	if _, _, err := s.deps.Store.CreateRevision(ctx, store.NewRevision{ID: orchestrator.NewID("rev"), AppID: a.ID, Source: source,
+		AuthorID: p.UserID, Message: "created", Files: files, AdvanceDraft: true}); err != nil {
 		_ = c.Error(err)
 		return
 	}
@@ -73,7 +118,13 @@ func (s *Server) createApp(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, appOut(got))
+	c.JSON(http.StatusCreated, gin.H{"id": got.ID, "name": got.Name, "draft_revision_id": got.DraftRevisionID,
+		"created_at": got.CreatedAt, "file_count": len(files), "skipped_files": skipped})
+}
+
+// listTemplates names the bundled templates.
+func (s *Server) listTemplates(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"items": templates.List()})
 }
 
 func (s *Server) listApps(c *gin.Context) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/agenthost/agenthost/core"
@@ -26,11 +27,24 @@ func (s *Server) authenticate(c *gin.Context) {
 		c.Abort()
 		return
 	}
-	p, err := s.deps.Store.Authenticate(c.Request.Context(), strings.TrimSpace(secret))
-	if err != nil {
-		_ = c.Error(core.Errf(CodeUnauthenticated, "", "the token is unknown, expired or revoked"))
-		c.Abort()
-		return
+	secret = strings.TrimSpace(secret)
+	hash := store.HashToken(secret)
+	p, ok := s.principals.get(hash)
+	if !ok {
+		var err error
+		p, err = s.deps.Store.Authenticate(c.Request.Context(), secret)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			_ = c.Error(core.Errf(CodeUnauthenticated, "", "the token is unknown, expired or revoked"))
+			c.Abort()
+			return
+		case err != nil:
+			// The database failed, not the caller: not a 401.
+			_ = c.Error(err)
+			c.Abort()
+			return
+		}
+		s.principals.put(hash, p)
 	}
 	c.Set(principalKey, p)
 	c.Next()

@@ -15,12 +15,19 @@ type pluginCap struct {
 	State     string `json:"state"`
 	Reason    string `json:"reason,omitempty"`
 	Version   string `json:"version,omitempty"`
+	// RuntimeSupported (engines only): the default sandbox backend offers
+	// every feature the engine requires; MissingFeatures names the rest.
+	RuntimeSupported *bool    `json:"runtime_supported,omitempty"`
+	MissingFeatures  []string `json:"missing_features,omitempty"`
 }
 
 type toolCap struct {
-	Name              string `json:"name"`
-	Toolpack          string `json:"toolpack"`
-	Description       string `json:"description"`
+	Name        string `json:"name"`
+	Toolpack    string `json:"toolpack"`
+	Description string `json:"description"`
+	// Permission is the one in force (the operator's override, else the
+	// toolpack's default); DefaultPermission is the toolpack's own.
+	Permission        string `json:"permission"`
 	DefaultPermission string `json:"default_permission"`
 }
 
@@ -34,17 +41,28 @@ func (s *Server) capabilities(c *gin.Context) {
 	engines, sandboxes := []pluginCap{}, []pluginCap{}
 	tools := []toolCap{}
 	if s.deps.Plugins != nil {
-		for _, st := range s.deps.Plugins.Statuses() {
+		statuses := s.deps.Plugins.Statuses()
+		provides := ""
+		for _, st := range statuses {
+			if st.Kind == plugin.KindSandbox && st.Name == s.deps.DefaultSandbox {
+				provides = st.Capabilities[plugin.CapabilityProvides]
+			}
+		}
+		for _, st := range statuses {
 			pc := pluginCap{Name: st.Name, Available: st.State == pluginmgr.StateHealthy, State: string(st.State), Reason: st.Reason, Version: st.Version}
 			switch st.Kind {
 			case plugin.KindEngine:
+				missing := plugin.MissingFeatures(st.Capabilities[plugin.CapabilityRequires], provides)
+				supported := missing == nil
+				pc.RuntimeSupported, pc.MissingFeatures = &supported, missing
 				engines = append(engines, pc)
 			case plugin.KindSandbox:
 				sandboxes = append(sandboxes, pc)
 			}
 		}
 		for _, r := range s.deps.Plugins.Tools() {
-			tools = append(tools, toolCap{Name: r.Spec.Name, Toolpack: r.Toolpack, Description: r.Spec.Description, DefaultPermission: string(r.Spec.DefaultPermission)})
+			tools = append(tools, toolCap{Name: r.Spec.Name, Toolpack: r.Toolpack, Description: r.Spec.Description,
+				Permission: string(r.Permission), DefaultPermission: string(r.Spec.DefaultPermission)})
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{

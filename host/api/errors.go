@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,4 +123,25 @@ func bindJSON(c *gin.Context, limit int64, v any) error {
 		return core.Errf(core.CodeInvalidRequest, "", "the body holds more than one JSON value")
 	}
 	return nil
+}
+
+// bindOptionalJSON is bindJSON for endpoints whose body may be left out: an
+// empty body leaves v as it is.
+func bindOptionalJSON(c *gin.Context, limit int64, v any) error {
+	if c.Request.Body == nil || c.Request.ContentLength == 0 {
+		return nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return core.Errf(CodeTooLarge, "", "the request body is over %d bytes", limit)
+		}
+		return core.Errf(core.CodeInvalidRequest, "", "could not read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	c.Request.Body = io.NopCloser(bytes.NewReader(body))
+	return bindJSON(c, limit, v)
 }

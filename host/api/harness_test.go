@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"archive/zip"
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -50,8 +52,13 @@ func startEnv(t testing.TB, dialect string) *env {
 
 // startEnvWith starts a host with the named default plugins only.
 func startEnvWith(t testing.TB, dialect string, plugins ...string) *env {
+	return startEnvIn(t, dialect, testenv.PluginConfigDir(t, plugins...))
+}
+
+// startEnvIn starts a host with the plugin configs of configDir.
+func startEnvIn(t testing.TB, dialect, configDir string) *env {
 	dataDir := t.TempDir()
-	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: testenv.PluginConfigDir(t, plugins...), DatabaseURL: filepath.Join(dataDir, "a.db")}
+	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: configDir, DatabaseURL: filepath.Join(dataDir, "a.db")}
 	if dialect == "postgres" {
 		cfg.DatabaseURL = testenv.PostgresURL(t)
 	}
@@ -212,4 +219,19 @@ func (e *env) openStream(token, appID, runID, lastEventID string) *http.Response
 	require.Equal(e.t, http.StatusOK, resp.StatusCode)
 	require.Equal(e.t, "text/event-stream", resp.Header.Get("Content-Type"))
 	return resp
+}
+
+// newZip builds a zip archive of files.
+func newZip(t testing.TB, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	for name, body := range files {
+		f, err := w.Create(name)
+		require.NoError(t, err)
+		_, err = f.Write([]byte(body))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	return buf.Bytes()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -16,7 +17,9 @@ import (
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/sdk/agentcontract"
 	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/gin-gonic/gin"
 )
 
@@ -149,6 +152,25 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	// The selected agent's contract: in the run's context, as a file in its
+	// sandbox for the contract tools, and summarised in its history.
+	contract := s.agentContract(ctx, a)
+	contractJSON, err := json.Marshal(contract)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	files = append(files, sandbox.File{Path: agentcontract.Path, Data: contractJSON, Mode: 0o644})
+	runContext, _ := json.Marshal(map[string]json.RawMessage{"selected_agent_contract": contractJSON})
+	hist := history(turns, messageBudget())
+	if note, ok := contractNote(contract); ok {
+		hist = append([]engine.Message{note}, hist...)
+	}
+	if chat.RestoredCheckpointID.Valid {
+		// The files changed under the conversation: say so, or the engine
+		// would build on work that is no longer there.
+		hist = append(hist, restoreNote(ctx, s.deps.Store, chat.RestoredCheckpointID.String))
+	}
 	// The user's turn is recorded before the run starts, so it always
 	// precedes the run's answer; it is taken back if the start fails.
 	runID := orchestrator.NewID("run")
@@ -162,7 +184,7 @@ func (s *Server) createRun(c *gin.Context) {
 		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
 		IdempotencyKey: key, IdempotencyHash: fingerprint,
 		Model: model, RequestedModelID: requested,
-		ChatSessionID: chat.ID, History: history(turns, messageBudget()), APIStartedAt: apiStart,
+		ChatSessionID: chat.ID, History: hist, APIStartedAt: apiStart, Context: runContext,
 	})
 	if err != nil && key != "" && errors.Is(err, store.ErrConflict) {
 		// A concurrent request with the same key won the insert.
@@ -188,7 +210,25 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	if chat.RestoredCheckpointID.Valid {
+		// Told once: this run's history carries the note.
+		if err := s.deps.Store.MarkChatRestored(context.WithoutCancel(ctx), chat.ID, ""); err != nil {
+			s.log.Error("clear the chat's restore mark", "chat", chat.ID, "error", err)
+		}
+	}
 	c.JSON(http.StatusCreated, runOut(run))
+}
+
+// restoreNote is the system message that tells a run a checkpoint was
+// restored since the conversation's last run.
+func restoreNote(ctx context.Context, st *store.Store, checkpointID string) engine.Message {
+	text := fmt.Sprintf("Since the previous messages, the user restored checkpoint %s: the app's files are back to how they were then, and changes made after it are no longer in the working copy.", checkpointID)
+	if cp, err := st.GetCheckpoint(ctx, checkpointID); err == nil {
+		if cp.Label != "" {
+			text += fmt.Sprintf(" The checkpoint was made by: %q.", cp.Label)
+		}
+	}
+	return engine.Message{Role: "system", Content: text}
 }
 
 // maxIdempotencyKey bounds the header.
@@ -234,9 +274,8 @@ func (s *Server) listRuns(c *gin.Context) {
 	if !ok {
 		return
 	}
-	limit, err := intParam(c, "limit", 50, 1, 200)
-	if err != nil {
-		_ = c.Error(err)
+	pg, ok := pageOf(c)
+	if !ok {
 		return
 	}
 	status := c.Query("status")
@@ -244,26 +283,49 @@ func (s *Server) listRuns(c *gin.Context) {
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "status", "unknown status %q", status))
 		return
 	}
-	cursor := c.Query("cursor")
-	if cursor != "" && !validID(cursor) {
-		_ = c.Error(core.Errf(core.CodeInvalidRequest, "cursor", "malformed cursor"))
-		return
-	}
-	runs, err := s.deps.Store.ListRuns(c.Request.Context(), a.ID, status, cursor, limit+1)
+	runs, err := s.deps.Store.ListRuns(c.Request.Context(), a.ID, status, pg.cursor, pg.limit+1)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	next := ""
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = runs[limit-1].ID
-	}
+	runs, next := trimPage(pg, runs, func(r *core.Run) string { return r.ID })
 	out := make([]runJSON, len(runs))
 	for i, r := range runs {
 		out[i] = runOut(r)
 	}
 	c.JSON(http.StatusOK, gin.H{"items": out, "next_cursor": next})
+}
+
+// page is a list request's ?limit= (1–200, default 50) and ?cursor= (the
+// id of the last item of the previous page).
+type page struct {
+	limit  int
+	cursor string
+}
+
+// pageOf reads the paging parameters, answering 400 itself when they are bad.
+func pageOf(c *gin.Context) (page, bool) {
+	limit, err := intParam(c, "limit", 50, 1, 200)
+	if err != nil {
+		_ = c.Error(err)
+		return page{}, false
+	}
+	cursor := c.Query("cursor")
+	if cursor != "" && !validID(cursor) {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "cursor", "malformed cursor"))
+		return page{}, false
+	}
+	return page{limit: limit, cursor: cursor}, true
+}
+
+// trimPage cuts items, fetched with one extra to tell whether more follow,
+// to the page and returns the next cursor ("" on the last page).
+func trimPage[T any](pg page, items []T, id func(T) string) ([]T, string) {
+	if len(items) <= pg.limit {
+		return items, ""
+	}
+	items = items[:pg.limit]
+	return items, id(items[pg.limit-1])
 }
 
 func intParam(c *gin.Context, name string, def, lo, hi int) (int, error) {
@@ -354,7 +416,11 @@ func (s *Server) resumeRun(c *gin.Context) {
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "decision", `decision must be "allow" or "deny"`))
 		return
 	}
-	if r.Status != core.RunPaused {
+	// A finished run is refused here; otherwise the orchestrator decides. A
+	// client that answers permission.requested at once may be a moment ahead
+	// of the stored status (the event is written before the run is marked
+	// paused), and the pending question is what counts.
+	if r.Status.Terminal() {
 		_ = c.Error(core.Errf(core.CodeRunNotPaused, "", "run %s is %s, not paused", r.ID, r.Status))
 		return
 	}

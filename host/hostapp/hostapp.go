@@ -14,6 +14,7 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/api"
+	"github.com/agenthost/agenthost/host/apply"
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/metrics"
 	"github.com/agenthost/agenthost/host/orchestrator"
@@ -54,10 +55,11 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
 	met := metrics.New()
 	recordTurn := api.RecordAssistantTurn(st)
-	orch := orchestrator.New(mgr, st, st, nil, orchestrator.Options{Logger: log, OnFinished: func(ctx context.Context, run *core.Run) {
-		recordTurn(ctx, run)
-		met.ObserveRun(run)
-	}})
+	orch := orchestrator.New(mgr, st, st, apply.New(st), orchestrator.Options{Logger: log, ToolTimeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
+		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second, OnFinished: func(ctx context.Context, run *core.Run) {
+			recordTurn(ctx, run)
+			met.ObserveRun(run)
+		}})
 	mgr.SetCallbacks(orch, orch.Workspace)
 	if err := mgr.Start(ctx); err != nil {
 		mgr.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/agenthost/agenthost/host/hostapp"
 	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
@@ -33,9 +34,14 @@ func TestRunPersistsOnEachDialect(t *testing.T) {
 			defer h.Close(ctx)
 			assert.Equal(t, dialect, string(h.Store.Dialect()))
 
+			files := []sandbox.File{{Path: "a.txt", Data: []byte("a")}}
+			require.NoError(t, h.Store.EnsureTenant(ctx, hostapp.DefaultTenant, "Default"))
+			require.NoError(t, h.Store.CreateApp(ctx, store.App{ID: "app", TenantID: hostapp.DefaultTenant, Name: "demo"}))
+			base, _, err := h.Store.CreateRevision(ctx, store.NewRevision{ID: "rev_base", AppID: "app", Source: "upload", Files: files, AdvanceDraft: true})
+			require.NoError(t, err)
 			run, err := h.Orch.Start(ctx, orchestrator.StartRequest{
 				AppID: "app", Prompt: "say hello\ncheckpoint\nsay bye", Engine: "mock", Sandbox: "local",
-				Files: []sandbox.File{{Path: "a.txt", Data: []byte("a")}},
+				BaseRevisionID: base.ID, Files: files,
 			})
 			require.NoError(t, err)
 			wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -46,6 +52,8 @@ func TestRunPersistsOnEachDialect(t *testing.T) {
 			assert.Equal(t, "hellobye", final.OutputText)
 			assert.NotNil(t, final.FinishedAt)
 			assert.Equal(t, "sbx_"+run.ID, final.SandboxID)
+			assert.Empty(t, final.ResultRevisionID, "the run changed no file")
+			assert.Contains(t, string(final.Context), `"result":{"kind":"unchanged"}`)
 
 			evs, err := h.Store.ListEvents(ctx, run.ID, "app", 0, 0)
 			require.NoError(t, err)

@@ -23,12 +23,13 @@ const Module = "github.com/agenthost/agenthost"
 
 // DefaultPlugins are the binaries of the default plugin set, by config name.
 var DefaultPlugins = map[string]string{
-	"mock":  "agenthost-engine-mock",
-	"local": "agenthost-sandbox-local",
-	"patch": "agenthost-toolpack-patch",
+	"mock":     "agenthost-engine-mock",
+	"local":    "agenthost-sandbox-local",
+	"patch":    "agenthost-toolpack-patch",
+	"contract": "agenthost-toolpack-contract",
 }
 
-var kinds = map[string]string{"mock": "engine", "local": "sandbox", "patch": "toolpack"}
+var kinds = map[string]string{"mock": "engine", "local": "sandbox", "patch": "toolpack", "contract": "toolpack"}
 
 // BuildBinaries builds main packages (paths relative to the module, e.g.
 // "cmd/agenthost-engine-mock") into a new temporary folder, for TestMain.
@@ -52,7 +53,7 @@ func BuildBinaries(pkgs ...string) (string, error) {
 
 // DefaultPluginPackages are the main packages of DefaultPlugins.
 func DefaultPluginPackages() []string {
-	return []string{"cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "cmd/agenthost-toolpack-patch"}
+	return []string{"cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "cmd/agenthost-toolpack-patch", "cmd/agenthost-toolpack-contract"}
 }
 
 // PluginConfigDir writes one HCL file per named default plugin (bare command
