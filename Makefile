@@ -2,13 +2,16 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
-PLUGINS := agenthost-engine-mock agenthost-sandbox-local agenthost-toolpack-patch
+PLUGINS := agenthost-engine-mock agenthost-sandbox-local agenthost-toolpack-patch agenthost-toolpack-contract
 PROTO_DIR := sdk/proto
 PB_OUT := sdk/internal/pb
 
 GOBIN := $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.7.0
-FUZZTIME ?= 10s
+# A count, not a duration: Go 1.26's fuzz coordinator can report a spurious
+# "context deadline exceeded" when a duration expires on a loaded machine
+# (go.dev/issue/75804, fixed in Go 1.27); a count has no deadline to race.
+FUZZTIME ?= 20000x
 
 .PHONY: build run test bench fuzz proto lint clean
 
@@ -47,6 +50,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPathPolicy$$' -fuzztime $(FUZZTIME) ./plugins/toolpack-patch/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseScript$$' -fuzztime $(FUZZTIME) ./plugins/engine-mock/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseConfig$$' -fuzztime $(FUZZTIME) ./host/pluginmgr/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./host/toolinput/
+	$(GO) test -run '^$$' -fuzz '^FuzzOutline$$' -fuzztime $(FUZZTIME) ./plugins/toolpack-patch/internal/outline/
+	$(GO) test -run '^$$' -fuzz '^FuzzRank$$' -fuzztime $(FUZZTIME) ./plugins/toolpack-patch/internal/outline/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseUnified$$' -fuzztime $(FUZZTIME) ./plugins/toolpack-patch/internal/diffpatch/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBeginPatch$$' -fuzztime $(FUZZTIME) ./plugins/toolpack-patch/internal/diffpatch/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
