@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
-PLUGINS := agenthost-engine-mock agenthost-sandbox-local agenthost-toolpack-patch agenthost-toolpack-contract
+PLUGINS := agenthost-engine-mock agenthost-engine-native agenthost-sandbox-local agenthost-toolpack-patch agenthost-toolpack-contract
 PROTO_DIR := sdk/proto
 PB_OUT := sdk/internal/pb
 
@@ -27,7 +27,9 @@ export AGENTHOST_BOOTSTRAP_TOKEN
 
 run: build
 	@echo "agenthost: API token for this host: $$AGENTHOST_BOOTSTRAP_TOKEN (Authorization: Bearer ...)"
-	$(BIN)/agenthost serve
+	@# The native engine is off by policy unless enabled; a local host
+	@# enables it (it still needs a model: see the README).
+	APPS_CODING_AGENT_NATIVE_ENABLED=$${APPS_CODING_AGENT_NATIVE_ENABLED:-1} $(BIN)/agenthost serve
 
 test: build
 	$(GO) vet ./...

@@ -28,6 +28,10 @@ type Runs interface {
 	Start(ctx context.Context, req orchestrator.StartRequest) (*core.Run, error)
 	Cancel(ctx context.Context, runID string) error
 	Resume(ctx context.Context, runID string, d engine.PermissionDecision) error
+	// Held reports whether this process holds the run; Reattach continues
+	// a paused run it does not (paused by an earlier host process).
+	Held(runID string) bool
+	Reattach(ctx context.Context, req orchestrator.StartRequest) (*core.Run, error)
 }
 
 // Deps are the API's collaborators.

@@ -32,6 +32,9 @@ type createRunRequest struct {
 	BaseRevisionID string  `json:"base_revision_id"`
 	ModelID        *string `json:"model_id"`
 	ChatSessionID  string  `json:"chat_session_id"`
+	// TokenBudget pauses the run when its model has used this many tokens
+	// (input + output); resume grants as many again.
+	TokenBudget *int64 `json:"token_budget"`
 }
 
 // runJSON is a run as the API shows it.
@@ -52,6 +55,8 @@ type runJSON struct {
 	ErrorCode        string          `json:"error_code,omitempty"`
 	ErrorMessage     string          `json:"error_message,omitempty"`
 	OutputText       string          `json:"output_text,omitempty"`
+	InputTokens      int64           `json:"input_tokens"`
+	OutputTokens     int64           `json:"output_tokens"`
 	Context          json.RawMessage `json:"context,omitempty"`
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
@@ -65,7 +70,7 @@ func runOut(r *core.Run) runJSON {
 		RequestedModelID: r.RequestedModelID, ResolvedModelID: r.ResolvedModelID,
 		SandboxID: r.SandboxID, SandboxStatus: r.SandboxStatus, SandboxStartedAt: r.SandboxStartedAt,
 		PauseReason: r.PauseReason, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, OutputText: r.OutputText,
-		Context: r.Context, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Context: r.Context, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
 }
 
@@ -92,6 +97,11 @@ func (s *Server) createRun(c *gin.Context) {
 		return
 	case req.BaseRevisionID != "" && req.BaseRevisionID != a.DraftRevisionID:
 		_ = c.Error(core.Errf(core.CodeRevisionConflict, "base_revision_id", "the app's draft head is %s, not %s", a.DraftRevisionID, req.BaseRevisionID))
+		return
+	}
+	limits, err := limitsFor(req.TokenBudget)
+	if err != nil {
+		_ = c.Error(err)
 		return
 	}
 	eng := req.Engine
@@ -162,6 +172,7 @@ func (s *Server) createRun(c *gin.Context) {
 	}
 	files = append(files, sandbox.File{Path: agentcontract.Path, Data: contractJSON, Mode: 0o644})
 	runContext, _ := json.Marshal(map[string]json.RawMessage{"selected_agent_contract": contractJSON})
+	runContext = withLimits(runContext, limits)
 	hist := history(turns, messageBudget())
 	if note, ok := contractNote(contract); ok {
 		hist = append([]engine.Message{note}, hist...)
@@ -184,7 +195,7 @@ func (s *Server) createRun(c *gin.Context) {
 		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
 		IdempotencyKey: key, IdempotencyHash: fingerprint,
 		Model: model, RequestedModelID: requested,
-		ChatSessionID: chat.ID, History: hist, APIStartedAt: apiStart, Context: runContext,
+		ChatSessionID: chat.ID, History: hist, APIStartedAt: apiStart, Context: runContext, Limits: limits.engine(),
 	})
 	if err != nil && key != "" && errors.Is(err, store.ErrConflict) {
 		// A concurrent request with the same key won the insert.
@@ -412,7 +423,10 @@ func (s *Server) resumeRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	if req.Decision != "allow" && req.Decision != "deny" {
+	// A decision answers a pending permission; a run paused for another
+	// reason (its token budget, an interrupted host) resumes without one.
+	needsDecision := r.Status != core.RunPaused || r.PauseReason == core.PauseForPermission
+	if req.Decision != "allow" && req.Decision != "deny" && (req.Decision != "" || needsDecision) {
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "decision", `decision must be "allow" or "deny"`))
 		return
 	}
@@ -422,6 +436,12 @@ func (s *Server) resumeRun(c *gin.Context) {
 	// paused), and the pending question is what counts.
 	if r.Status.Terminal() {
 		_ = c.Error(core.Errf(core.CodeRunNotPaused, "", "run %s is %s, not paused", r.ID, r.Status))
+		return
+	}
+	if r.Status == core.RunPaused && !s.deps.Runs.Held(r.ID) {
+		// Paused by an earlier host process: there is no pending question
+		// to answer, only saved state to continue from.
+		s.reattach(c, r)
 		return
 	}
 	if err := s.deps.Runs.Resume(c.Request.Context(), r.ID, engine.PermissionDecision{Allow: req.Decision == "allow", Reason: req.Reason}); err != nil {

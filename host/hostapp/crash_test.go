@@ -25,7 +25,8 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, &binDir, "cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "host/hostapp/testdata/crashhost")
+	testenv.Main(m, &binDir, "cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "host/hostapp/testdata/crashhost",
+		"cmd/agenthost", "cmd/agenthost-engine-native", "cmd/agenthost-toolpack-patch")
 }
 
 // TestSIGKILLLosesNoCommittedEvent kills the host with SIGKILL while five

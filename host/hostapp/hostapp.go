@@ -47,6 +47,10 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		st.Close()
 		return nil, err
 	}
+	if err := SeedModelsFromEnv(ctx, st, log); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("seed models: %w", err)
+	}
 	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir)
 	if err != nil {
 		st.Close()
@@ -87,6 +91,46 @@ func envOr(k, def string) string {
 	return def
 }
 
+// pauseInterrupted keeps a run with saved engine state resumable: paused,
+// its sandbox recorded as gone, and a run.paused event unless its log
+// already ends paused for a reason that still holds (its token budget).
+func pauseInterrupted(ctx context.Context, st *store.Store, r *core.Run, last *core.Envelope) error {
+	// The chat's assistant turn is written when a run ends; a paused run
+	// has none yet, so there is nothing to repair there.
+	reason := orchestrator.PauseInterrupted
+	if r.Status == core.RunPaused && r.PauseReason == "token_budget" {
+		reason = r.PauseReason
+	}
+	var lastReason struct {
+		Reason string `json:"reason"`
+	}
+	if last != nil && last.Event == core.EventRunPaused {
+		_ = json.Unmarshal(last.Payload, &lastReason)
+	}
+	if last == nil || last.Event != core.EventRunPaused || lastReason.Reason != reason {
+		payload, _ := json.Marshal(map[string]any{"reason": reason,
+			"message": "the host stopped while the run was active; resume continues it from its last saved step"})
+		if _, err := st.Append(ctx, r, core.EventInput{Type: core.EventRunPaused, Payload: payload}); err != nil {
+			return err
+		}
+	}
+	_, err := st.UpdateRun(ctx, r.ID, func(run *core.Run) error {
+		if run.Status == core.RunQueued {
+			// It ran far enough to save state, whatever its row says.
+			run.Status = core.RunRunning
+		}
+		if err := core.CheckTransition(run.Status, core.RunPaused); err != nil && run.Status != core.RunPaused {
+			return err
+		}
+		run.Status, run.PauseReason, run.UpdatedAt = core.RunPaused, reason, time.Now().UTC()
+		if run.SandboxID != "" {
+			run.SandboxStatus = "stopped"
+		}
+		return nil
+	})
+	return err
+}
+
 // DefaultTenant is the tenant the bootstrap token belongs to.
 const DefaultTenant = "default"
 
@@ -123,10 +167,12 @@ func (h *Host) Close(ctx context.Context) {
 const CodeHostInterrupted = "HOST_INTERRUPTED"
 
 // RecoverInterrupted settles runs that a previous host process left
-// unfinished (it crashed or was killed): its engines died with it, so they
-// cannot go on. A run whose log already holds its terminal event only gets
-// its status repaired from that event; any other run gets run.failed with
-// HOST_INTERRUPTED, so no client waits on it forever.
+// unfinished (it crashed, was killed or shut down). A run whose log already
+// holds its terminal event only gets its status repaired from that event. A
+// run whose engine saved its state stays resumable: it is (or stays) paused,
+// with reason "interrupted" unless it was paused for its token budget, and
+// POST …/resume continues it from that state. Any other run gets run.failed
+// with HOST_INTERRUPTED, so no client waits on it forever.
 func RecoverInterrupted(ctx context.Context, st *store.Store, log hclog.Logger) error {
 	runs, err := st.ListRunsByStatus(ctx, core.RunQueued, core.RunRunning, core.RunPaused)
 	if err != nil {
@@ -138,6 +184,19 @@ func RecoverInterrupted(ctx context.Context, st *store.Store, log hclog.Logger) 
 			return err
 		}
 		status, code, msg := core.RunFailed, CodeHostInterrupted, "the host stopped while the run was active"
+		if last == nil || !last.Event.Terminal() {
+			state, err := st.LoadEngineState(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			if len(state) > 0 {
+				if err := pauseInterrupted(ctx, st, r, last); err != nil {
+					return fmt.Errorf("pause run %s: %w", r.ID, err)
+				}
+				log.Warn("a run the previous host left unfinished is paused; resume continues it from its saved state", "run", r.ID)
+				continue
+			}
+		}
 		if last != nil && last.Event.Terminal() {
 			var p struct {
 				Status  core.RunStatus `json:"status"`

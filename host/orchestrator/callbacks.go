@@ -11,6 +11,7 @@ import (
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/toolpack"
 	"github.com/agenthost/agenthost/sdk/workspace"
 )
@@ -74,7 +75,29 @@ func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte
 		return plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
 	}
 	ar.touch()
-	return o.runs.SaveEngineState(ctx, runID, state)
+	// The files go with the state: a run resumed after the host died must
+	// start from the files its saved conversation has seen, not from its
+	// base revision. Only after a tool ran can they differ from the last
+	// save, so a text-only turn costs no snapshot.
+	ar.mu.Lock()
+	dirty, ref := ar.filesDirty, ar.ref
+	ar.filesDirty = false
+	ar.mu.Unlock()
+	var work []sandbox.File
+	if dirty && ref != nil {
+		files, err := ref.client.Snapshot(ctx, ref.id, core.GeneratedArtifacts)
+		if err != nil {
+			ar.mu.Lock()
+			ar.filesDirty = true
+			ar.mu.Unlock()
+			return fmt.Errorf("snapshot the run's files with its state: %w", err)
+		}
+		work = files
+		if work == nil {
+			work = []sandbox.File{}
+		}
+	}
+	return o.runs.SaveEngineState(ctx, runID, state, work)
 }
 
 // RequestPermission pauses the run until Resume brings a decision
@@ -177,6 +200,10 @@ func (o *Orchestrator) Cancel(ctx context.Context, runID string) error {
 		if gerr == nil && stored.Status.Terminal() {
 			return core.Errf(core.CodeRunFinished, "", "run %s is already %s", runID, stored.Status)
 		}
+		if gerr == nil && stored.Status == core.RunPaused {
+			// Paused by an earlier host process: nothing runs it.
+			return o.cancelDetached(ctx, stored)
+		}
 		return err
 	}
 	ar.mu.Lock()
@@ -262,6 +289,9 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 		return plugin.ToolResult{}, err
 	}
 	res, callErr := o.dispatchTool(ctx, ar, call)
+	ar.mu.Lock()
+	ar.filesDirty = true
+	ar.mu.Unlock()
 	if callErr != nil {
 		res = plugin.ToolFail(core.CodeToolUnavailable, callErr.Error(), "")
 		if errors.Is(callErr, context.Canceled) {

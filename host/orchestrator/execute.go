@@ -148,6 +148,13 @@ func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandbo
 		res, err = client.Run(ctx, req, func(ev engine.Event) error { return o.onEngineEvent(ctx, ar, ev) })
 	}
 	if code, msg := ar.failure(); code != "" {
+		if code == core.CodeHostShutdown {
+			// The host is going down, not the run: with the engine's state
+			// saved, the run waits paused for a host to resume it.
+			if st, err := o.runs.LoadEngineState(context.WithoutCancel(ctx), run.ID); err == nil && len(st) > 0 {
+				return outcome{status: core.RunPaused, pauseReason: PauseInterrupted}
+			}
+		}
 		// A crash or an unconfirmed cancel decided the outcome already.
 		return failed(code, "%s", msg)
 	}
@@ -443,7 +450,12 @@ const sandboxStopTimeout = 30 * time.Second
 // stays active with its sandbox; Resume runs the engine again from its saved
 // state.
 func (o *Orchestrator) pauseIdle(ctx context.Context, ar *activeRun, out outcome) {
-	if err := o.setStatus(ctx, ar, core.RunPaused, func(r *core.Run) { r.PauseReason = out.pauseReason }); err != nil {
+	ar.mu.Lock()
+	in, outTok := ar.inputTokens, ar.outputTokens
+	ar.mu.Unlock()
+	if err := o.setStatus(ctx, ar, core.RunPaused, func(r *core.Run) {
+		r.PauseReason, r.InputTokens, r.OutputTokens = out.pauseReason, in, outTok
+	}); err != nil {
 		o.log.Error("record pause", "run", ar.run.ID, "error", err)
 	}
 	_ = o.emit(ctx, ar, core.EventRunPaused, map[string]any{"reason": out.pauseReason})

@@ -324,6 +324,9 @@ type activeRun struct {
 	// Token usage reported by the engine.
 	inputTokens, outputTokens int64
 	ref                       *sandboxRef
+	// filesDirty: a tool ran since the engine last saved its state, so the
+	// next save snapshots the sandbox with it.
+	filesDirty bool
 }
 
 func (ar *activeRun) sandboxRefLocked() *sandboxRef { return ar.ref }
@@ -371,6 +374,12 @@ func (ar *activeRun) mark(name string, d time.Duration) {
 // withTimings returns ctxJSON with timing_metrics_ms set to the run's
 // timings (and result to what became of its files, once known), keeping
 // every other key of the run context.
+// runUsage is the model tokens a run has used, as its context shows them.
+type runUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
 func (ar *activeRun) withTimings(ctxJSON json.RawMessage) json.RawMessage {
 	m := map[string]json.RawMessage{}
 	if len(ctxJSON) > 0 {
@@ -379,8 +388,12 @@ func (ar *activeRun) withTimings(ctxJSON json.RawMessage) json.RawMessage {
 	ar.mu.Lock()
 	t, _ := json.Marshal(ar.timings)
 	result := ar.result
+	inTok, outTok := ar.inputTokens, ar.outputTokens
 	ar.mu.Unlock()
 	m["timing_metrics_ms"] = t
+	if inTok > 0 || outTok > 0 {
+		m["usage"], _ = json.Marshal(runUsage{InputTokens: inTok, OutputTokens: outTok})
+	}
 	if len(result) > 0 {
 		m["result"] = result
 	}

@@ -22,7 +22,9 @@ type RunStore interface {
 	CreateRun(ctx context.Context, r *core.Run) error
 	GetRun(ctx context.Context, id string) (*core.Run, error)
 	UpdateRun(ctx context.Context, id string, fn func(*core.Run) error) (*core.Run, error)
-	SaveEngineState(ctx context.Context, runID string, state []byte) error
+	// SaveEngineState records an engine's state and, when work is not nil,
+	// the run's working files as of that state (nil: unchanged).
+	SaveEngineState(ctx context.Context, runID string, state []byte, work []sandbox.File) error
 	LoadEngineState(ctx context.Context, runID string) ([]byte, error)
 }
 

@@ -106,3 +106,10 @@ func (s *Store) EngineModelID(ctx context.Context, modelID, tenantID, engine str
 	}
 	return id, nil
 }
+
+// CountModels counts every model, active or not, of every tenant.
+func (s *Store) CountModels(ctx context.Context) (int, error) {
+	var n int
+	err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM models`)
+	return n, translate(err)
+}

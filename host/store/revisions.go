@@ -101,19 +101,11 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 		if err != nil {
 			return err
 		}
-		now := time.Now().UnixMilli()
-		for _, sha := range missing {
-			data := bySHA[sha]
-			if data == nil {
-				data = []byte{}
-			}
-			if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)
- ON CONFLICT (sha256) DO NOTHING`), sha, len(data), data, now); err != nil {
-				return translate(err)
-			}
-			stats.BlobsWritten++
-			stats.BlobBytes += int64(len(data))
+		written, bytes, err := putBlobs(ctx, tx, missing, bySHA)
+		if err != nil {
+			return err
 		}
+		stats.BlobsWritten, stats.BlobBytes = written, bytes
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO revisions (id, app_id, parent_id, merge_parent_id, source, author_id,
  run_id, message, file_count, total_size, applied, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			rev.ID, rev.AppID, nullStr(rev.ParentID), nullStr(rev.MergeParentID), rev.Source, nullStr(rev.AuthorID),
@@ -142,7 +134,7 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 		}
 		if nr.AdvanceDraft {
 			res, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE apps SET draft_revision_id = ?, updated_at = ?
- WHERE id = ? AND COALESCE(draft_revision_id, '') = ?`), rev.ID, now, rev.AppID, nr.DraftFrom)
+ WHERE id = ? AND COALESCE(draft_revision_id, '') = ?`), rev.ID, time.Now().UnixMilli(), rev.AppID, nr.DraftFrom)
 			if err != nil {
 				return translate(err)
 			}
@@ -268,6 +260,26 @@ func (s *Store) ReadRevisionFile(ctx context.Context, revisionID, path string) (
 		data = []byte{}
 	}
 	return data, translate(err)
+}
+
+// putBlobs stores the contents of missing (keys of bySHA not yet stored).
+func putBlobs(ctx context.Context, tx *sqlx.Tx, missing []string, bySHA map[string][]byte) (int, int64, error) {
+	now := time.Now().UnixMilli()
+	var n int
+	var total int64
+	for _, sha := range missing {
+		data := bySHA[sha]
+		if data == nil {
+			data = []byte{}
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)
+ ON CONFLICT (sha256) DO NOTHING`), sha, len(data), data, now); err != nil {
+			return n, total, translate(err)
+		}
+		n++
+		total += int64(len(data))
+	}
+	return n, total, nil
 }
 
 // RevisionFiles materialises a revision as a file set (to provision a

@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -210,12 +212,48 @@ func (s *Store) ListRunsByStatus(ctx context.Context, statuses ...core.RunStatus
 	return out, nil
 }
 
-// SaveEngineState replaces a run's saved engine state.
-func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte) error {
-	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO engine_states (run_id, state, updated_at) VALUES (?, ?, ?)
+// SaveEngineState replaces a run's saved engine state. When work is not
+// nil it also records those files as the run's working copy at this state
+// (contents stored once, by sha256, like revisions); nil keeps the last one.
+func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte, work []sandbox.File) error {
+	now := time.Now().UnixMilli()
+	if work == nil {
+		_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO engine_states (run_id, state, updated_at) VALUES (?, ?, ?)
  ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`),
-		runID, state, time.Now().UnixMilli())
-	return translate(err)
+			runID, state, now)
+		return translate(err)
+	}
+	manifest := make([]workEntry, len(work))
+	bySHA := make(map[string][]byte, len(work))
+	for i, f := range work {
+		sha := digest(f.Data)
+		manifest[i] = workEntry{Path: f.Path, Mode: f.Mode, SHA: sha}
+		bySHA[sha] = f.Data
+	}
+	mj, err := json.Marshal(manifest)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		missing, err := s.missingBlobs(ctx, tx, bySHA)
+		if err != nil {
+			return err
+		}
+		if _, _, err := putBlobs(ctx, tx, missing, bySHA); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, tx.Rebind(`INSERT INTO engine_states (run_id, state, work_manifest, updated_at) VALUES (?, ?, ?, ?)
+ ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, work_manifest = excluded.work_manifest, updated_at = excluded.updated_at`),
+			runID, state, string(mj), now)
+		return translate(err)
+	})
+}
+
+// workEntry is one file of a saved working copy.
+type workEntry struct {
+	Path string `json:"p"`
+	Mode uint32 `json:"m"`
+	SHA  string `json:"s"`
 }
 
 // LoadEngineState returns a run's saved engine state, or nil.
@@ -226,4 +264,61 @@ func (s *Store) LoadEngineState(ctx context.Context, runID string) ([]byte, erro
 		return nil, nil
 	}
 	return state, translate(err)
+}
+
+// LoadWorkFiles returns the working copy saved with a run's engine state;
+// ok is false when none was saved.
+func (s *Store) LoadWorkFiles(ctx context.Context, runID string) ([]sandbox.File, bool, error) {
+	var mj sql.NullString
+	err := s.r.GetContext(ctx, &mj, s.rebind(`SELECT work_manifest FROM engine_states WHERE run_id = ?`), runID)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !mj.Valid {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, translate(err)
+	}
+	var manifest []workEntry
+	if err := json.Unmarshal([]byte(mj.String), &manifest); err != nil {
+		return nil, false, fmt.Errorf("run %s: saved working copy is unreadable: %w", runID, err)
+	}
+	shas := make([]string, 0, len(manifest))
+	for _, e := range manifest {
+		shas = append(shas, e.SHA)
+	}
+	data, err := s.blobs(ctx, shas)
+	if err != nil {
+		return nil, false, err
+	}
+	files := make([]sandbox.File, len(manifest))
+	for i, e := range manifest {
+		b, ok := data[e.SHA]
+		if !ok {
+			return nil, false, fmt.Errorf("run %s: saved working copy misses content %s of %s", runID, e.SHA, e.Path)
+		}
+		files[i] = sandbox.File{Path: e.Path, Mode: e.Mode, Data: b}
+	}
+	return files, true, nil
+}
+
+// blobs reads contents by sha256.
+func (s *Store) blobs(ctx context.Context, shas []string) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(shas))
+	for start := 0; start < len(shas); start += inChunk {
+		chunk := shas[start:min(start+inChunk, len(shas))]
+		q, args, err := sqlx.In(`SELECT sha256, data FROM blobs WHERE sha256 IN (?)`, chunk)
+		if err != nil {
+			return nil, err
+		}
+		var rows []struct {
+			SHA  string `db:"sha256"`
+			Data []byte `db:"data"`
+		}
+		if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
+			return nil, translate(err)
+		}
+		for _, r := range rows {
+			out[r.SHA] = r.Data
+		}
+	}
+	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -106,11 +107,34 @@ func TestEngineState(t *testing.T) {
 		st, err := s.LoadEngineState(ctx, "r")
 		require.NoError(t, err)
 		assert.Nil(t, st)
-		require.NoError(t, s.SaveEngineState(ctx, "r", []byte(`{"i":1}`)))
-		require.NoError(t, s.SaveEngineState(ctx, "r", []byte{0, 1, 2, 255}))
+		require.NoError(t, s.SaveEngineState(ctx, "r", []byte(`{"i":1}`), nil))
+		_, ok, err := s.LoadWorkFiles(ctx, "r")
+		require.NoError(t, err)
+		assert.False(t, ok, "no files saved yet")
+
+		// Files saved with a state come back with it; a later state saved
+		// without files keeps them.
+		work := []sandbox.File{{Path: "a.txt", Mode: 0o644, Data: []byte("one")}, {Path: "bin/run", Mode: 0o755, Data: []byte{0, 1}}, {Path: "empty", Mode: 0o644, Data: []byte{}}}
+		require.NoError(t, s.SaveEngineState(ctx, "r", []byte(`{"i":2}`), work))
+		require.NoError(t, s.SaveEngineState(ctx, "r", []byte{0, 1, 2, 255}, nil))
 		st, err = s.LoadEngineState(ctx, "r")
 		require.NoError(t, err)
 		assert.Equal(t, []byte{0, 1, 2, 255}, st)
+		got, ok, err := s.LoadWorkFiles(ctx, "r")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Len(t, got, 3)
+		for i := range work {
+			assert.Equal(t, work[i].Path, got[i].Path)
+			assert.Equal(t, work[i].Mode, got[i].Mode)
+			assert.Equal(t, string(work[i].Data), string(got[i].Data))
+		}
+		// An empty working copy is a saved working copy.
+		require.NoError(t, s.SaveEngineState(ctx, "r", []byte(`{}`), []sandbox.File{}))
+		got, ok, err = s.LoadWorkFiles(ctx, "r")
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Empty(t, got)
 	})
 }
 

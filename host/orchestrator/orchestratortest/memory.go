@@ -19,6 +19,7 @@ type Memory struct {
 	runs    map[string]*core.Run
 	events  map[string][]core.Envelope
 	states  map[string][]byte
+	work    map[string][]sandbox.File
 	results map[string][]sandbox.File
 	changed chan struct{}
 }
@@ -27,7 +28,7 @@ type Memory struct {
 func NewMemory() *Memory {
 	return &Memory{
 		runs: map[string]*core.Run{}, events: map[string][]core.Envelope{},
-		states: map[string][]byte{}, results: map[string][]sandbox.File{}, changed: make(chan struct{}),
+		states: map[string][]byte{}, work: map[string][]sandbox.File{}, results: map[string][]sandbox.File{}, changed: make(chan struct{}),
 	}
 }
 
@@ -84,12 +85,24 @@ func (m *Memory) UpdateRun(_ context.Context, id string, fn func(*core.Run) erro
 	return &out, nil
 }
 
-// SaveEngineState keeps an engine's state.
-func (m *Memory) SaveEngineState(_ context.Context, runID string, state []byte) error {
+// SaveEngineState keeps an engine's state and the working files saved
+// with it.
+func (m *Memory) SaveEngineState(_ context.Context, runID string, state []byte, work []sandbox.File) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.states[runID] = append([]byte(nil), state...)
+	if work != nil {
+		m.work[runID] = append([]sandbox.File(nil), work...)
+	}
 	return nil
+}
+
+// WorkFiles returns the working files last saved with a run's state.
+func (m *Memory) WorkFiles(runID string) ([]sandbox.File, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.work[runID]
+	return w, ok
 }
 
 // LoadEngineState returns the last saved state, or nil.

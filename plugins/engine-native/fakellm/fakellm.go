@@ -44,8 +44,11 @@ type Turn struct {
 	// first attempt at this turn only (every attempt with CutAlways).
 	CutAfter  int
 	CutAlways bool
-	// Hang keeps the stream open after the text until the client leaves.
-	Hang bool
+	// Hang keeps the stream open after the text until the client leaves;
+	// with HangTimes, only the first HangTimes attempts at this turn hang
+	// (later ones answer normally).
+	Hang      bool
+	HangTimes int
 	// Stamps streams this many extra text chunks, each "<unix nanos>;",
 	// StampEvery apart: the benchmark's clock.
 	Stamps     int
@@ -164,6 +167,9 @@ func (s *Server) pick(w http.ResponseWriter, r *http.Request, auth string) (Turn
 		}
 		writeError(w, t.Status, typ, t.Message, t.RetryAfter)
 		return Turn{}, 0, false
+	}
+	if t.Hang && t.HangTimes > 0 && attempt > t.HangTimes {
+		t.Hang = false
 	}
 	if t.CutAfter > 0 && attempt > 1 && !t.CutAlways {
 		t.CutAfter = 0

@@ -1,0 +1,1 @@
+ALTER TABLE engine_states DROP COLUMN work_manifest;
