@@ -175,7 +175,9 @@ func TestNativeRunSurvivesSIGKILL(t *testing.T) {
 			assert.Equal(t, "interrupted", r.PauseReason)
 
 			require.Equal(t, http.StatusAccepted, h2.do("POST", "/admin/apps/"+app.ID+"/coding-agent/runs/"+run.ID+"/resume", map[string]any{}, nil))
-			r = h2.waitRun(app.ID, run.ID, func(r killRun) bool { return r.Status == "completed" || r.Status == "failed" || r.Status == "cancelled" })
+			r = h2.waitRun(app.ID, run.ID, func(r killRun) bool {
+				return r.Status == "completed" || r.Status == "failed" || r.Status == "cancelled"
+			})
 			require.Equal(t, "completed", r.Status, "%+v\n%s", r, h2.logs.String())
 			assert.Contains(t, r.OutputText, "Finished after the restart.")
 			require.NotEmpty(t, r.ResultRev)
