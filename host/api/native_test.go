@@ -45,7 +45,7 @@ func nativeBinary(t testing.TB) string {
 // startNativeEnv starts a host with the native engine (talking to srv),
 // the local sandbox and the patch toolpack, and a global model per
 // provider; it returns the env and the model ids by provider.
-func startNativeEnv(t *testing.T, dialect string, srv *fakellm.Server, names map[string]string) (*env, map[string]string) {
+func startNativeEnv(t testing.TB, dialect string, srv *fakellm.Server, names map[string]string) (*env, map[string]string) {
 	t.Setenv(nativeKeyEnv, nativeKey)
 	t.Setenv("APPS_CODING_AGENT_NATIVE_ENABLED", "1")
 	dir := testenv.PluginConfigDir(t, "local", "patch")
