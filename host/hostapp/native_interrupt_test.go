@@ -3,6 +3,7 @@ package hostapp_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -116,6 +118,8 @@ func (h *hostProc) waitRun(app, id string, done func(killRun) bool) killRun {
 	return r
 }
 
+var killSeq atomic.Int64
+
 // TestNativeRunSurvivesSIGKILL kills the host and its plugins with SIGKILL
 // while the native engine waits on the model, after it has already edited a
 // file. The restarted host shows the run paused with reason "interrupted";
@@ -124,10 +128,33 @@ func (h *hostProc) waitRun(app, id string, done func(killRun) bool) killRun {
 // or tool call that had completed is repeated.
 func TestNativeRunSurvivesSIGKILL(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
-		t.Run(dialect, func(t *testing.T) {
+		t.Run(dialect, func(t *testing.T) { interruptAndResume(t, dialect, (*hostProc).kill) })
+	}
+}
+
+// TestNativeRunSurvivesGracefulShutdown: SIGTERM makes the host shut down
+// in order; a run with saved state is paused (not failed) on the way out
+// and resumes on the next host like after a crash.
+func TestNativeRunSurvivesGracefulShutdown(t *testing.T) {
+	interruptAndResume(t, "sqlite", func(h *hostProc) {
+		require.NoError(h.t, h.cmd.Process.Signal(syscall.SIGTERM))
+		done := make(chan struct{})
+		go func() { _ = h.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			h.t.Fatalf("the host did not stop on SIGTERM; log:\n%s", h.logs.String())
+		}
+		h.cmd.Process = nil
+	})
+}
+
+func interruptAndResume(t *testing.T, dialect string, stop func(*hostProc)) {
+	{
+		{
 			srv := fakellm.New()
 			defer srv.Close()
-			model := "gpt-kill-" + dialect
+			model := fmt.Sprintf("gpt-kill-%s-%d", dialect, killSeq.Add(1))
 			patch, _ := json.Marshal(map[string]string{"patch": "--- a/index.html\n+++ b/index.html\n@@ -1 +1 @@\n-<h1>hi</h1>\n+<h1>edited before the crash</h1>\n"})
 			srv.Script(model,
 				fakellm.Turn{Text: []string{"Editing."}, Calls: []fakellm.Call{{Name: "coding_agent_apply_patch", Args: []string{string(patch)}}}},
@@ -167,7 +194,7 @@ func TestNativeRunSurvivesSIGKILL(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			require.Len(t, srv.RequestsFor(model), 2, "host log:\n%s", h.logs.String())
-			h.kill()
+			stop(h)
 
 			h2 := startHostProc(t, env)
 			r := h2.waitRun(app.ID, run.ID, func(r killRun) bool { return r.Status != "running" && r.Status != "queued" })
@@ -213,6 +240,6 @@ func TestNativeRunSurvivesSIGKILL(t *testing.T) {
 			assert.Contains(t, joined, "run.paused,run.resumed", "%v", seq)
 			assert.True(t, strings.HasSuffix(joined, "revision.created,checkpoint.created,run.completed"), "%v", seq)
 			assert.Equal(t, 1, strings.Count(joined, "run.completed"))
-		})
+		}
 	}
 }
