@@ -264,3 +264,22 @@ func TestNativeProviderRefusal(t *testing.T) {
 	assert.Contains(t, diag["provider_message"], "prompt is too long")
 	assert.NotContains(t, string(last.Diagnostics), nativeKey)
 }
+
+// TestNativeCancelMidStream: cancel over HTTP while the model streams ends
+// the run cancelled (the engine closed the provider stream and confirmed).
+func TestNativeCancelMidStream(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, ids := startNativeEnv(t, "sqlite", srv, map[string]string{"openai": "gpt-slow"})
+	srv.Script("gpt-slow", fakellm.Turn{Text: []string{"Working on it"}, Hang: true})
+	app := e.createApp(e.tokenA)
+	var run struct{ ID string }
+	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs",
+		map[string]any{"engine": "native", "model_id": ids["openai"], "prompt": "take your time"}, &run))
+	resp := e.openStream(e.tokenA, app, run.ID, "")
+	_, _ = readSSE(t, resp, func(f frame) bool { return f.Event == "assistant.delta" })
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs/"+run.ID+"/cancel", nil, nil))
+	done := e.waitRun(app, run.ID)
+	assert.Equal(t, "cancelled", done.Status, "%+v", done)
+}
