@@ -1,0 +1,118 @@
+//go:build linux
+
+package bwrap
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Paths inside the sandbox.
+const (
+	// WorkspacePath is where the working copy appears, read-write; it is
+	// also HOME and the default working folder.
+	WorkspacePath = "/workspace"
+	// insideUID and insideGID are the ids commands see. They are not the
+	// host ids (those are Config.UID/GID): the user namespace maps one to
+	// the other, and nothing else is mapped.
+	insideUID = 1000
+	insideGID = 1000
+)
+
+// systemDirs are bound read-only: the userland commands need. On merged-/usr
+// systems all but /usr are symlinks, recreated as symlinks.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// etcAllowList is the part of the host's /etc commands see, read-only:
+// what the dynamic loader, name resolution, TLS, time zones and Debian's
+// alternatives need. Everything else of /etc (shadow, ssh keys, the host's
+// service configs) is absent. passwd, group and hostname are not the host's
+// but ones written for the sandbox (see writeEtc).
+var etcAllowList = []string{
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+	"/etc/localtime", "/etc/timezone", "/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf",
+	"/etc/ssl/certs", "/etc/ca-certificates", "/etc/mime.types", "/etc/protocols", "/etc/services",
+}
+
+// etcFiles are written once per root into etcDir and bound over /etc, so
+// commands see a user for their uid (some tools refuse to run without one)
+// and nothing of the host's accounts.
+var etcFiles = map[string]string{
+	"passwd":   fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:%d:%d:sandbox:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", insideUID, insideGID, WorkspacePath),
+	"group":    fmt.Sprintf("root:x:0:\nsandbox:x:%d:\nnogroup:x:65534:\n", insideGID),
+	"hostname": "sandbox\n",
+}
+
+// etcDir holds etcFiles under the root; '~' keeps it apart from sandbox ids.
+const etcDir = "~etc"
+
+func writeEtc(root string) error {
+	dir := filepath.Join(root, etcDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// The folder must be reachable by bwrap running as the sandbox uid.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	for name, body := range etcFiles {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sandboxArgs builds bwrap's arguments for one command: new user, pid, ipc,
+// uts, cgroup and mount namespaces (and net unless the policy is host), no
+// capabilities, a fresh session, death with the plugin, system folders and
+// an /etc allow-list read-only, the workspace read-write at WorkspacePath,
+// private /tmp, /proc and /dev. argv runs through sh so that a missing or
+// non-executable command answers 127 / 126 as it does on local.
+func sandboxArgs(cfg Config, workspace, rel string, argv []string) []string {
+	a := []string{
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--uid", strconv.Itoa(insideUID), "--gid", strconv.Itoa(insideGID),
+		"--hostname", "sandbox",
+	}
+	if cfg.Network != NetworkHost {
+		a = append(a, "--unshare-net")
+	}
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", target, d)
+			}
+		case fi.IsDir():
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	for _, p := range etcAllowList {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	for name := range etcFiles {
+		a = append(a, "--ro-bind", filepath.Join(cfg.Root, etcDir, name), "/etc/"+name)
+	}
+	chdir := WorkspacePath
+	if rel != "." && rel != "" {
+		chdir = WorkspacePath + "/" + filepath.ToSlash(rel)
+	}
+	a = append(a,
+		"--proc", "/proc", "--dev", "/dev",
+		// A tmpfs lives in memory that RLIMIT_AS does not count: cap it.
+		"--size", strconv.FormatInt(cfg.TmpBytes, 10), "--tmpfs", "/tmp",
+		"--symlink", "/tmp", "/var/tmp", "--dir", "/run",
+		"--bind", workspace, WorkspacePath,
+		// bwrap builds the tree on a tmpfs; without this a command could
+		// fill memory writing into /etc or /.
+		"--remount-ro", "/",
+		"--chdir", chdir,
+		"--", "/bin/sh", "-c", `exec "$@"`, "sh")
+	return append(a, argv...)
+}

@@ -1,0 +1,135 @@
+//go:build linux
+
+package bwrap
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// HelperArg is the first argument that makes the plugin binary act as the
+// exec helper instead of serving the plugin: it drops to the sandbox's uid,
+// sets the command's rlimits on itself and execs bwrap. A main that serves
+// this provider must call MaybeRunHelper first.
+//
+// The helper exists because Go's os/exec can set neither rlimits nor (with
+// the shared dirfs exec machinery) credentials on a child before it execs:
+// limits applied afterwards with prlimit race bwrap's own fork, and a limit
+// that misses the sandbox's first process misses all of them.
+const HelperArg = "__agenthost-bwrap-exec"
+
+// helperPlan is what the plugin tells the helper, as fixed positional
+// arguments after HelperArg (no parsing library for a private protocol).
+type helperPlan struct {
+	// pidFile, when not "-", receives the helper's pid (bwrap's, after
+	// exec) so the plugin can find the command's namespaces.
+	pidFile                           string
+	uid, gid                          int // -1: keep the plugin's
+	cpuS, fileSize, memory, processes uint64
+	bwrap                             string
+	args                              []string
+}
+
+func (p helperPlan) argv(self string) []string {
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	if p.pidFile == "" {
+		p.pidFile = "-"
+	}
+	out := []string{self, HelperArg, p.pidFile, strconv.Itoa(p.uid), strconv.Itoa(p.gid),
+		u(p.cpuS), u(p.fileSize), u(p.memory), u(p.processes), p.bwrap}
+	return append(out, p.args...)
+}
+
+const helperFixed = 10 // argv entries before bwrap's own arguments
+
+func parsePlan(argv []string) (helperPlan, error) {
+	if len(argv) < helperFixed || argv[1] != HelperArg {
+		return helperPlan{}, fmt.Errorf("helper: malformed arguments")
+	}
+	p := helperPlan{pidFile: argv[2]}
+	var err error
+	ints := []*int{&p.uid, &p.gid}
+	for i, dst := range ints {
+		if *dst, err = strconv.Atoi(argv[3+i]); err != nil {
+			return p, fmt.Errorf("helper: %w", err)
+		}
+	}
+	uints := []*uint64{&p.cpuS, &p.fileSize, &p.memory, &p.processes}
+	for i, dst := range uints {
+		if *dst, err = strconv.ParseUint(argv[5+i], 10, 64); err != nil {
+			return p, fmt.Errorf("helper: %w", err)
+		}
+	}
+	p.bwrap, p.args = argv[9], argv[helperFixed:]
+	return p, nil
+}
+
+// MaybeRunHelper runs the exec helper and never returns when os.Args says
+// so; otherwise it returns at once. Call it first thing in main (and in a
+// TestMain that serves the provider in-process).
+func MaybeRunHelper() {
+	if len(os.Args) < 2 || os.Args[1] != HelperArg {
+		return
+	}
+	err := runHelper(os.Args)
+	// Exit 125 like env(1) or a container runtime when the wrapper itself
+	// fails, so it is not mistaken for the command's own status.
+	fmt.Fprintf(os.Stderr, "agenthost-bwrap: %v\n", err)
+	os.Exit(125)
+}
+
+func runHelper(argv []string) error {
+	p, err := parsePlan(argv)
+	if err != nil {
+		return err
+	}
+	if p.pidFile != "-" {
+		if err := os.WriteFile(p.pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return fmt.Errorf("record pid: %w", err)
+		}
+	}
+	if p.uid >= 0 {
+		// Groups first: after setuid the process may no longer change them.
+		if err := syscall.Setgroups(nil); err != nil {
+			return fmt.Errorf("drop groups: %w", err)
+		}
+		if err := syscall.Setresgid(p.gid, p.gid, p.gid); err != nil {
+			return fmt.Errorf("set gid %d: %w", p.gid, err)
+		}
+		if err := syscall.Setresuid(p.uid, p.uid, p.uid); err != nil {
+			return fmt.Errorf("set uid %d: %w", p.uid, err)
+		}
+	}
+	limits := []struct {
+		res int
+		v   uint64
+	}{
+		{unix.RLIMIT_CPU, p.cpuS},
+		{unix.RLIMIT_FSIZE, p.fileSize},
+		// RLIMIT_NPROC counts every process of the real uid, which is why
+		// the sandbox runs under a uid of its own.
+		{unix.RLIMIT_NPROC, p.processes},
+		// No core files: they would land in the workspace, past FSIZE's
+		// intent, and could hold secrets of the command.
+		{unix.RLIMIT_CORE, 0},
+	}
+	for _, l := range limits {
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.v, Max: l.v}); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", l.res, err)
+		}
+	}
+	args := append([]string{p.bwrap}, p.args...)
+	env := os.Environ()
+	// Address space last: the Go runtime of this helper may still need to
+	// map memory above the limit until exec replaces it.
+	if p.memory > 0 {
+		if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: p.memory, Max: p.memory}); err != nil {
+			return fmt.Errorf("setrlimit AS: %w", err)
+		}
+	}
+	return fmt.Errorf("exec %s: %w", p.bwrap, syscall.Exec(p.bwrap, args, env))
+}
