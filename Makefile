@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
-PLUGINS := agenthost-engine-mock agenthost-engine-native agenthost-sandbox-local agenthost-toolpack-patch agenthost-toolpack-contract
+PLUGINS := agenthost-engine-mock agenthost-engine-native agenthost-sandbox-local agenthost-sandbox-bwrap agenthost-toolpack-patch agenthost-toolpack-contract
 PROTO_DIR := sdk/proto
 PB_OUT := sdk/internal/pb
 
@@ -34,6 +34,13 @@ run: build
 test: build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
+	@# The runs API suite again with the bubblewrap sandbox swapped in for
+	@# local, as an operator swaps it (needs Linux and bwrap; .ci/run
+	@# installs it).
+	@if command -v bwrap >/dev/null 2>&1; then \
+	  echo "runs API suite on the bwrap sandbox:"; \
+	  AGENTHOST_TEST_SANDBOX=bwrap $(GO) test -count=1 -timeout 10m ./host/api/; \
+	else echo "bwrap not installed: the runs API suite on bwrap is skipped (.ci/run installs it)"; fi
 	@echo "store tests per dialect (PostgreSQL runs when TEST_DATABASE_URL is set):"
 	@$(GO) test -count=1 -v -run 'TestMigrations|TestEventLog$$' ./host/store/ | grep -E -- '--- (PASS|FAIL|SKIP).*/(sqlite|postgres)'
 

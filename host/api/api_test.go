@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -471,23 +470,18 @@ func TestCancelDuringToolCallOverHTTP(t *testing.T) {
 	e := startEnv(t, "sqlite")
 	app := e.createApp(e.tokenA)
 	base := "/admin/apps/" + app + "/coding-agent/runs/"
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	run := e.createRun(e.tokenA, app, fmt.Sprintf(`tool coding_agent_run_command {"command":"echo $$ > %s; exec sleep 60"}`, pidFile)+"\nsay never")
+	// The command is found by a marker in its command line, from this
+	// machine's /proc: that works for any backend whose processes run here,
+	// isolated or not (a pid file would need a path both sides can see).
+	marker := fmt.Sprintf("60.%d", time.Now().UnixNano()%1_000_000_000)
+	run := e.createRun(e.tokenA, app, fmt.Sprintf(`tool coding_agent_run_command {"command":"exec sleep %s"}`, marker)+"\nsay never")
 
 	// run_command asks by default: allow it, then wait for the command.
 	resp := e.openStream(e.tokenA, app, run.ID, "")
 	readSSE(t, resp, func(f frame) bool { return f.Event == "permission.requested" })
 	resp.Body.Close()
 	require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+run.ID+"/resume", map[string]string{"decision": "allow"}, nil))
-	var pid int
-	require.Eventually(t, func() bool {
-		b, err := os.ReadFile(pidFile)
-		if err != nil {
-			return false
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && pid > 0
-	}, 30*time.Second, 10*time.Millisecond, "the command never started")
+	require.Eventually(t, func() bool { return len(processesWith(t, "sleep\x00"+marker)) > 0 }, 30*time.Second, 10*time.Millisecond, "the command never started")
 
 	require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+run.ID+"/cancel", nil, nil))
 	final := e.waitRun(app, run.ID)
@@ -513,7 +507,26 @@ func TestCancelDuringToolCallOverHTTP(t *testing.T) {
 	assert.NotContains(t, seq, "tool.completed")
 
 	// The sandbox command is gone with the call.
-	require.Eventually(t, func() bool {
-		return syscall.Kill(pid, 0) == syscall.ESRCH
-	}, 10*time.Second, 20*time.Millisecond, "process %d outlived the cancel", pid)
+	require.Eventually(t, func() bool { return len(processesWith(t, "sleep\x00"+marker)) == 0 }, 10*time.Second, 20*time.Millisecond,
+		"the command outlived the cancel")
+}
+
+// processesWith lists the pids on this machine whose command line (NUL
+// separated) contains marker.
+func processesWith(t *testing.T, marker string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var out []int
+	for _, en := range entries {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), marker) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -31,6 +31,15 @@ var DefaultPlugins = map[string]string{
 
 var kinds = map[string]string{"mock": "engine", "local": "sandbox", "patch": "toolpack", "contract": "toolpack"}
 
+// SandboxEnv names the variable that swaps the sandbox backend of every
+// end-to-end test: AGENTHOST_TEST_SANDBOX=bwrap makes PluginConfigDir write
+// the plugin "local" as the bwrap binary (BwrapSandboxConfig), exactly as
+// an operator swaps it in plugin-configs/.
+const SandboxEnv = "AGENTHOST_TEST_SANDBOX"
+
+// BwrapBinary is the bubblewrap sandbox plugin's binary.
+const BwrapBinary = "agenthost-sandbox-bwrap"
+
 // BuildBinaries builds main packages (paths relative to the module, e.g.
 // "cmd/agenthost-engine-mock") into a new temporary folder, for TestMain.
 func BuildBinaries(pkgs ...string) (string, error) {
@@ -51,9 +60,10 @@ func BuildBinaries(pkgs ...string) (string, error) {
 	return dir, nil
 }
 
-// DefaultPluginPackages are the main packages of DefaultPlugins.
+// DefaultPluginPackages are the main packages of DefaultPlugins, plus the
+// bwrap sandbox (BwrapBinary) that tests swap in for local.
 func DefaultPluginPackages() []string {
-	return []string{"cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "cmd/agenthost-toolpack-patch", "cmd/agenthost-toolpack-contract"}
+	return []string{"cmd/agenthost-engine-mock", "cmd/agenthost-sandbox-local", "cmd/agenthost-toolpack-patch", "cmd/agenthost-toolpack-contract", "cmd/" + BwrapBinary}
 }
 
 // PluginConfigDir writes one HCL file per named default plugin (bare command
@@ -62,10 +72,46 @@ func PluginConfigDir(t testing.TB, names ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, n := range names {
+		if n == "local" && os.Getenv(SandboxEnv) == "bwrap" {
+			BwrapSandboxConfig(t, dir, "local", "none")
+			continue
+		}
 		body := fmt.Sprintf("plugin %q {\n  kind    = %q\n  command = %q\n}\n", n, kinds[n], DefaultPlugins[n])
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n+".hcl"), []byte(body), 0o644))
 	}
 	return dir
+}
+
+// RequireBwrapEnv, set to 1 (.ci/run sets it), makes a missing bwrap fail
+// the bubblewrap tests instead of skipping them.
+const RequireBwrapEnv = "AGENTHOST_REQUIRE_BWRAP"
+
+// RequireBwrap skips t when bubblewrap is not installed, unless
+// RequireBwrapEnv says it must be (then t fails): a developer without it
+// still gets a green `make test`, CI never silently skips.
+func RequireBwrap(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv(RequireBwrapEnv) == "1" {
+			t.Fatalf("bubblewrap (bwrap) is not installed and %s=1", RequireBwrapEnv)
+		}
+		t.Skip("bubblewrap (bwrap) is not installed: apt-get install bubblewrap (.ci/run does)")
+	}
+}
+
+// BwrapSandboxConfig writes dir/<name>.hcl: the bwrap sandbox under that
+// plugin name with the given network policy, its root in a fresh folder
+// the sandbox uid can reach (a t.TempDir's parents are 0700).
+func BwrapSandboxConfig(t testing.TB, dir, name, network string) {
+	t.Helper()
+	RequireBwrap(t)
+	root, err := os.MkdirTemp("", "agenthost-bwrap-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(root, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	body := fmt.Sprintf("plugin %q {\n  kind    = \"sandbox\"\n  command = %q\n  args    = [\"-name=%s\", \"-network=%s\"]\n  config {\n    root = %q\n  }\n}\n",
+		name, BwrapBinary, name, network, filepath.Join(root, "sandboxes"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".hcl"), []byte(body), 0o644))
 }
 
 // PostgresURL returns a URL for a new, empty schema of TEST_DATABASE_URL,
