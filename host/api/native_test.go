@@ -283,3 +283,24 @@ func TestNativeCancelMidStream(t *testing.T) {
 	done := e.waitRun(app, run.ID)
 	assert.Equal(t, "cancelled", done.Status, "%+v", done)
 }
+
+// TestNativeNeedsAModel: with no model configured a native run is refused up
+// front (the engine declares needs_model), saying how to configure one, and
+// nothing is recorded. (Engines that declare nothing, like the mock, run
+// without a model, as the other tests show.)
+func TestNativeNeedsAModel(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, _ := startNativeEnv(t, "sqlite", srv, nil)
+	app := e.createApp(e.tokenA)
+	var er apiError
+	require.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs",
+		map[string]any{"engine": "native", "prompt": "hi"}, &er))
+	assert.Equal(t, "CODING_AGENT_MODEL_UNAVAILABLE", er.Detail.Code)
+	assert.Equal(t, "model_id", er.Detail.Field)
+	assert.Contains(t, er.Detail.Message, "/admin/models")
+	runs, err := e.h.Store.ListRuns(t.Context(), app, "", "", 10)
+	require.NoError(t, err)
+	assert.Empty(t, runs)
+	assert.Empty(t, srv.Requests())
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/agentcontract"
 	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/gin-gonic/gin"
 )
@@ -69,6 +70,20 @@ func withLimits(runContext json.RawMessage, l runLimits) json.RawMessage {
 	m["limits"], _ = json.Marshal(l)
 	out, _ := json.Marshal(m)
 	return out
+}
+
+// engineNeedsModel reports whether an engine declared it cannot run
+// without a pinned model.
+func (s *Server) engineNeedsModel(name string) bool {
+	if s.deps.Plugins == nil {
+		return false
+	}
+	for _, st := range s.deps.Plugins.Statuses() {
+		if st.Name == name && st.Kind == plugin.KindEngine {
+			return st.Capabilities[plugin.CapabilityNeedsModel] == "true"
+		}
+	}
+	return false
 }
 
 // reattach continues a paused run that no live execution holds (its host

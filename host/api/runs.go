@@ -140,6 +140,11 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	if model.ID == "" && s.engineNeedsModel(eng) {
+		_ = c.Error(core.Errf(core.CodeModelUnavailable, "model_id", "engine %q needs a model and none is configured: "+
+			"POST /admin/models (or start the host with OPENAI_API_KEY, OPENAI_BASE_URL or ANTHROPIC_API_KEY set)", eng))
+		return
+	}
 	// The chat session is the source of truth for history: the run gets its
 	// persisted turns; a new session is made when none is given.
 	var chat store.ChatSession

@@ -77,7 +77,8 @@ func New() *Engine {
 // Info identifies the plugin.
 func (e *Engine) Info() plugin.Info {
 	return plugin.Info{Name: "native", Kind: plugin.KindEngine, Version: "0.1.0", APIVersion: plugin.APIVersion,
-		Description: "agenthost's own tool-calling loop over OpenAI-compatible and Anthropic APIs"}
+		Description:  "agenthost's own tool-calling loop over OpenAI-compatible and Anthropic APIs",
+		Capabilities: map[string]string{plugin.CapabilityNeedsModel: "true"}}
 }
 
 // Configure reads the plugin's config block; unknown keys are refused.

@@ -13,6 +13,10 @@ const (
 	CapabilityRequires = "requires"
 	// CapabilityProvides, on a sandbox backend, lists the features it offers.
 	CapabilityProvides = "provides"
+	// CapabilityNeedsModel, "true" on an engine, says it cannot run without
+	// a pinned model: the host refuses such a run when none resolves
+	// (CODING_AGENT_MODEL_UNAVAILABLE) instead of starting it to fail.
+	CapabilityNeedsModel = "needs_model"
 )
 
 // Sandbox features an engine may require. A backend lists only what it
