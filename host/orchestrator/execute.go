@@ -225,6 +225,8 @@ func (o *Orchestrator) onEngineEvent(ctx context.Context, ar *activeRun, ev engi
 		ar.mu.Unlock()
 	case engine.KindReasoning:
 		// Reasoning is never shown as assistant text.
+	case engine.KindToolStarted, engine.KindToolFinished:
+		return o.onEngineTool(ctx, ar, ev)
 	}
 	return nil
 }

@@ -319,6 +319,9 @@ type activeRun struct {
 	engineCalled   time.Time
 	// openCalls are tool calls started and not yet finished (id → tool).
 	openCalls map[string]string
+	// engineCalls are the states of tool calls the engine runs itself
+	// (see onEngineTool).
+	engineCalls map[string]int
 	// touched: the engine has sent an event or a callback for the run.
 	touched bool
 	// Token usage reported by the engine.
@@ -340,7 +343,7 @@ func newActiveRun(run *core.Run, req StartRequest) *activeRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &activeRun{
 		req: req, run: run, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		cancelled: make(chan struct{}), toolpacks: map[string]int{}, openCalls: map[string]string{}, timings: map[string]int64{},
+		cancelled: make(chan struct{}), toolpacks: map[string]int{}, openCalls: map[string]string{}, engineCalls: map[string]int{}, timings: map[string]int64{},
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 // '~' cannot appear in an id, so internal names never collide with one.
 const (
 	workspaceDir  = "workspace"
+	servicesDir   = "services"
 	metaFile      = "meta.json"
 	stagingPrefix = "~staging-"
 	trashPrefix   = "~trash-"

@@ -64,9 +64,10 @@ type Provider struct {
 }
 
 type box struct {
-	info   sandbox.Info
-	fs     *dirfs.FS
-	groups *dirfs.Groups
+	info     sandbox.Info
+	fs       *dirfs.FS
+	groups   *dirfs.Groups
+	services *dirfs.Services
 }
 
 var (
@@ -96,7 +97,7 @@ func (p *Provider) Info() plugin.Info {
 		// Commands run as host processes: they reach loopback servers and
 		// the network exactly as the host does.
 		Capabilities: map[string]string{plugin.CapabilityProvides: strings.Join(
-			[]string{plugin.FeatureExec, plugin.FeatureLoopback, plugin.FeatureNetwork}, ",")},
+			[]string{plugin.FeatureExec, plugin.FeatureLoopback, plugin.FeatureNetwork, plugin.FeatureServices}, ",")},
 	}
 }
 
@@ -184,11 +185,14 @@ func newBox(cfg Config, m meta) (*box, error) {
 		FileSize:    uint64(cfg.ExecFileSizeBytes),
 		CPUSeconds:  uint64(cfg.ExecCPUS),
 	}, groups)
-	fsys, err := dirfs.New(filepath.Join(cfg.Root, m.ID, workspaceDir), exec, dirfs.MaxFileBytes(cfg.MaxFileBytes))
+	wsRoot := filepath.Join(cfg.Root, m.ID, workspaceDir)
+	// Services keep their state beside the working copy, never in it.
+	services := dirfs.NewServices(wsRoot, filepath.Join(cfg.Root, m.ID, servicesDir), nil)
+	fsys, err := dirfs.New(wsRoot, exec, dirfs.MaxFileBytes(cfg.MaxFileBytes), dirfs.WithServices(services))
 	if err != nil {
 		return nil, err
 	}
-	return &box{info: m.info(), fs: fsys, groups: groups}, nil
+	return &box{info: m.info(), fs: fsys, groups: groups, services: services}, nil
 }
 
 // Create makes a sandbox holding spec.Files. The working copy is written in
@@ -357,6 +361,9 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 
 	// Kill first, so nothing keeps writing into the tree being removed.
 	if b != nil {
+		// Services first, gently (SIGTERM, then SIGKILL): an agent server
+		// gets to close its database.
+		b.services.Close(workspace.DefaultServiceStopGrace)
 		b.groups.Close()
 	}
 	dir := filepath.Join(root, id)

@@ -64,6 +64,13 @@ func eventToProto(e Event) *enginev1.Event {
 		return &enginev1.Event{Event: &enginev1.Event_Reasoning{Reasoning: &enginev1.Reasoning{Text: e.Text}}}
 	case KindUsage:
 		return &enginev1.Event{Event: &enginev1.Event_Usage{Usage: &enginev1.Usage{InputTokens: e.InputTokens, OutputTokens: e.OutputTokens}}}
+	case KindToolStarted:
+		return &enginev1.Event{Event: &enginev1.Event_ToolStarted{ToolStarted: &enginev1.ToolStarted{CallId: e.CallID, Tool: e.Tool, InputJson: e.Input}}}
+	case KindToolFinished:
+		return &enginev1.Event{Event: &enginev1.Event_ToolFinished{ToolFinished: &enginev1.ToolFinished{
+			CallId: e.CallID, Tool: e.Tool, Ok: e.OK, OutputJson: e.Output,
+			ErrorCode: e.ErrorCode, ErrorMessage: e.ErrorMessage, DiagnosticsJson: e.Diagnostics,
+		}}}
 	}
 	return nil
 }
@@ -78,6 +85,13 @@ func eventFromProto(p *enginev1.Event) (Event, bool) {
 		return Event{Kind: KindReasoning, Text: e.Reasoning.GetText()}, true
 	case *enginev1.Event_Usage:
 		return Event{Kind: KindUsage, InputTokens: e.Usage.GetInputTokens(), OutputTokens: e.Usage.GetOutputTokens()}, true
+	case *enginev1.Event_ToolStarted:
+		t := e.ToolStarted
+		return Event{Kind: KindToolStarted, CallID: t.GetCallId(), Tool: t.GetTool(), Input: t.GetInputJson()}, true
+	case *enginev1.Event_ToolFinished:
+		t := e.ToolFinished
+		return Event{Kind: KindToolFinished, CallID: t.GetCallId(), Tool: t.GetTool(), OK: t.GetOk(), Output: t.GetOutputJson(),
+			ErrorCode: t.GetErrorCode(), ErrorMessage: t.GetErrorMessage(), Diagnostics: t.GetDiagnosticsJson()}, true
 	}
 	// An event kind from a newer protocol minor: skip it rather than fail.
 	return Event{}, false

@@ -81,6 +81,14 @@ const (
 	KindReasoning EventKind = "reasoning"
 	// KindUsage reports token counts consumed since the last usage event.
 	KindUsage EventKind = "usage"
+	// KindToolStarted reports a tool the engine runs itself (an agent
+	// server's own tools, not the host's CallTool): the host emits
+	// tool.started once per CallID.
+	KindToolStarted EventKind = "tool.started"
+	// KindToolFinished ends such a call: the host emits tool.completed
+	// (OK) or tool.failed once per CallID, with a tool.started first if
+	// none was reported.
+	KindToolFinished EventKind = "tool.finished"
 )
 
 // Event is one thing the engine reports while running.
@@ -92,6 +100,28 @@ type Event struct {
 	Stage, Message string
 	// Token counts of a usage event.
 	InputTokens, OutputTokens int64
+	// CallID and Tool of a tool event; Input of a start; OK, Output,
+	// ErrorCode, ErrorMessage and Diagnostics of a finish.
+	CallID, Tool            string
+	Input, Output           json.RawMessage
+	OK                      bool
+	ErrorCode, ErrorMessage string
+	Diagnostics             json.RawMessage
+}
+
+// ToolStarted reports that the engine started one of its own tools.
+func ToolStarted(callID, tool string, input json.RawMessage) Event {
+	return Event{Kind: KindToolStarted, CallID: callID, Tool: tool, Input: input}
+}
+
+// ToolCompleted reports that one of the engine's own tools succeeded.
+func ToolCompleted(callID, tool string, output json.RawMessage) Event {
+	return Event{Kind: KindToolFinished, CallID: callID, Tool: tool, OK: true, Output: output}
+}
+
+// ToolFailed reports that one of the engine's own tools failed.
+func ToolFailed(callID, tool, code, message string, diagnostics json.RawMessage) Event {
+	return Event{Kind: KindToolFinished, CallID: callID, Tool: tool, ErrorCode: code, ErrorMessage: message, Diagnostics: diagnostics}
 }
 
 // Delta is an assistant.delta event.

@@ -148,3 +148,31 @@ func TestEmitAfterReturnFails(t *testing.T) {
 	assert.Error(t, (<-hosts).Emit(engine.Delta("late")))
 	assert.Equal(t, []string{enginetest.EventRunCompleted}, rec.Timeline("r"))
 }
+
+// Tool calls an engine runs itself cross the wire with every field.
+func TestEngineToolEventsRoundTrip(t *testing.T) {
+	c, _ := connect(t, func(_ context.Context, _ engine.RunRequest, host engine.Host) (engine.Result, error) {
+		for _, ev := range []engine.Event{
+			engine.ToolStarted("c1", "bash", []byte(`{"command":"ls"}`)),
+			engine.ToolCompleted("c1", "bash", []byte(`{"output":"a\n"}`)),
+			engine.ToolFailed("c2", "edit", "EDIT_FAILED", "no match", []byte(`{"file":"a.ts"}`)),
+		} {
+			if err := host.Emit(ev); err != nil {
+				return engine.Result{}, err
+			}
+		}
+		return engine.Completed(""), nil
+	})
+	var got []engine.Event
+	res, err := c.Run(context.Background(), engine.RunRequest{RunID: "tools"}, func(ev engine.Event) error {
+		got = append(got, ev)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, engine.StatusCompleted, res.Status)
+	require.Len(t, got, 3)
+	assert.Equal(t, engine.Event{Kind: engine.KindToolStarted, CallID: "c1", Tool: "bash", Input: []byte(`{"command":"ls"}`)}, got[0])
+	assert.Equal(t, engine.Event{Kind: engine.KindToolFinished, CallID: "c1", Tool: "bash", OK: true, Output: []byte(`{"output":"a\n"}`)}, got[1])
+	assert.Equal(t, engine.Event{Kind: engine.KindToolFinished, CallID: "c2", Tool: "edit", ErrorCode: "EDIT_FAILED",
+		ErrorMessage: "no match", Diagnostics: []byte(`{"file":"a.ts"}`)}, got[2])
+}

@@ -30,6 +30,9 @@ const (
 	FeatureLoopback = "loopback"
 	// FeatureNetwork: commands may open outbound connections.
 	FeatureNetwork = "network"
+	// FeatureServices: the workspace runs long-lived processes
+	// (workspace.Services), stopped with the sandbox.
+	FeatureServices = "services"
 )
 
 // Features splits a capability value into its feature names, trimmed, empty

@@ -54,6 +54,7 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts Option
 	t.Run("snapshot", k.testSnapshot)
 	t.Run("stop", k.testStop)
 	t.Run("expose port", k.testExposePort)
+	t.Run("services", k.testServices)
 	t.Run("concurrent sandboxes", k.testConcurrent)
 }
 

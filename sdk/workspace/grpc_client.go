@@ -18,6 +18,10 @@ func NewClient(conn grpc.ClientConnInterface, workspaceID string) Workspace {
 	return &client{c: workspacev1.NewWorkspaceClient(conn), id: workspaceID}
 }
 
+// The client forwards services too; a sandbox without them answers
+// plugin.CodeUnsupported.
+var _ Services = (*client)(nil)
+
 type client struct {
 	c  workspacev1.WorkspaceClient
 	id string
@@ -155,4 +159,27 @@ func (c *client) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 			return res, nil
 		}
 	}
+}
+
+func (c *client) StartService(ctx context.Context, spec ServiceSpec) (ServiceInfo, error) {
+	p, err := c.c.StartService(ctx, &workspacev1.StartServiceRequest{
+		WorkspaceId: c.id, Name: spec.Name, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, ReadOnlyPaths: spec.ReadOnlyPaths,
+	})
+	if err != nil {
+		return ServiceInfo{}, rpcerr.FromStatus(err)
+	}
+	return serviceFromProto(p), nil
+}
+
+func (c *client) ServiceStatus(ctx context.Context, name string) (ServiceInfo, error) {
+	p, err := c.c.ServiceStatus(ctx, &workspacev1.ServiceStatusRequest{WorkspaceId: c.id, Name: name})
+	if err != nil {
+		return ServiceInfo{}, rpcerr.FromStatus(err)
+	}
+	return serviceFromProto(p), nil
+}
+
+func (c *client) StopService(ctx context.Context, name string, grace time.Duration) error {
+	_, err := c.c.StopService(ctx, &workspacev1.StopServiceRequest{WorkspaceId: c.id, Name: name, GraceMs: grace.Milliseconds()})
+	return rpcerr.FromStatus(err)
 }

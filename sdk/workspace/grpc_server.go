@@ -215,3 +215,74 @@ func (s *server) Exec(req *workspacev1.ExecRequest, stream workspacev1.Workspace
 		Signal: res.Signal, DurationMs: res.Duration.Milliseconds(),
 	}}})
 }
+
+func (s *server) services(ctx context.Context, id string) (Services, error) {
+	ws, err := s.ws(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	svc, ok := ws.(Services)
+	if !ok {
+		return nil, plugin.Errorf(plugin.CodeUnsupported, "", "this sandbox cannot run services")
+	}
+	return svc, nil
+}
+
+func serviceToProto(si ServiceInfo) *workspacev1.ServiceInfo {
+	var started int64
+	if !si.StartedAt.IsZero() {
+		started = si.StartedAt.UnixNano()
+	}
+	return &workspacev1.ServiceInfo{
+		Name: si.Name, Running: si.Running, Started: si.Started, Port: int32(si.Port), Address: si.Address,
+		StartedAtUnixNano: started, ExitCode: int32(si.ExitCode), Signal: si.Signal, OutputTail: si.OutputTail,
+	}
+}
+
+func serviceFromProto(p *workspacev1.ServiceInfo) ServiceInfo {
+	si := ServiceInfo{
+		Name: p.GetName(), Running: p.GetRunning(), Started: p.GetStarted(), Port: int(p.GetPort()), Address: p.GetAddress(),
+		ExitCode: int(p.GetExitCode()), Signal: p.GetSignal(), OutputTail: p.GetOutputTail(),
+	}
+	if p.GetStartedAtUnixNano() != 0 {
+		si.StartedAt = time.Unix(0, p.GetStartedAtUnixNano())
+	}
+	return si
+}
+
+func (s *server) StartService(ctx context.Context, req *workspacev1.StartServiceRequest) (*workspacev1.ServiceInfo, error) {
+	svc, err := s.services(ctx, req.GetWorkspaceId())
+	if err != nil {
+		return nil, rpcerr.ToStatus(err)
+	}
+	si, err := svc.StartService(ctx, ServiceSpec{
+		Name: req.GetName(), Argv: req.GetArgv(), Env: req.GetEnv(), Dir: req.GetDir(), ReadOnlyPaths: req.GetReadOnlyPaths(),
+	})
+	if err != nil {
+		return nil, rpcerr.ToStatus(err)
+	}
+	return serviceToProto(si), nil
+}
+
+func (s *server) ServiceStatus(ctx context.Context, req *workspacev1.ServiceStatusRequest) (*workspacev1.ServiceInfo, error) {
+	svc, err := s.services(ctx, req.GetWorkspaceId())
+	if err != nil {
+		return nil, rpcerr.ToStatus(err)
+	}
+	si, err := svc.ServiceStatus(ctx, req.GetName())
+	if err != nil {
+		return nil, rpcerr.ToStatus(err)
+	}
+	return serviceToProto(si), nil
+}
+
+func (s *server) StopService(ctx context.Context, req *workspacev1.StopServiceRequest) (*workspacev1.StopServiceResponse, error) {
+	svc, err := s.services(ctx, req.GetWorkspaceId())
+	if err != nil {
+		return nil, rpcerr.ToStatus(err)
+	}
+	if err := svc.StopService(ctx, req.GetName(), time.Duration(req.GetGraceMs())*time.Millisecond); err != nil {
+		return nil, rpcerr.ToStatus(err)
+	}
+	return &workspacev1.StopServiceResponse{}, nil
+}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/workspace"
@@ -34,6 +35,7 @@ type FS struct {
 	exec     ExecFunc
 	maxBytes int64
 	hashes   hashCache
+	services *Services
 }
 
 // Option adjusts an FS.
@@ -66,7 +68,44 @@ func New(dir string, exec ExecFunc, opts ...Option) (*FS, error) {
 // Root is the host path of the workspace (symlinks resolved).
 func (f *FS) Root() string { return f.root }
 
-var _ workspace.Workspace = (*FS)(nil)
+var (
+	_ workspace.Workspace = (*FS)(nil)
+	_ workspace.Services  = (*FS)(nil)
+)
+
+func (f *FS) svc() (*Services, error) {
+	if f.services == nil {
+		return nil, plugin.Errorf(plugin.CodeUnsupported, "", "this sandbox cannot run services")
+	}
+	return f.services, nil
+}
+
+// StartService implements workspace.Services (WithServices).
+func (f *FS) StartService(ctx context.Context, spec workspace.ServiceSpec) (workspace.ServiceInfo, error) {
+	s, err := f.svc()
+	if err != nil {
+		return workspace.ServiceInfo{}, err
+	}
+	return s.StartService(ctx, spec)
+}
+
+// ServiceStatus implements workspace.Services (WithServices).
+func (f *FS) ServiceStatus(ctx context.Context, name string) (workspace.ServiceInfo, error) {
+	s, err := f.svc()
+	if err != nil {
+		return workspace.ServiceInfo{}, err
+	}
+	return s.ServiceStatus(ctx, name)
+}
+
+// StopService implements workspace.Services (WithServices).
+func (f *FS) StopService(ctx context.Context, name string, grace time.Duration) error {
+	s, err := f.svc()
+	if err != nil {
+		return err
+	}
+	return s.StopService(ctx, name, grace)
+}
 
 // open opens the root for one operation. Opening per call (one syscall)
 // rather than holding a descriptor means a workspace whose folder was

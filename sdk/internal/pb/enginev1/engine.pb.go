@@ -615,6 +615,8 @@ type Event struct {
 	//	*Event_Status
 	//	*Event_Reasoning
 	//	*Event_Usage
+	//	*Event_ToolStarted
+	//	*Event_ToolFinished
 	Event         isEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -693,6 +695,24 @@ func (x *Event) GetUsage() *Usage {
 	return nil
 }
 
+func (x *Event) GetToolStarted() *ToolStarted {
+	if x != nil {
+		if x, ok := x.Event.(*Event_ToolStarted); ok {
+			return x.ToolStarted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolFinished() *ToolFinished {
+	if x != nil {
+		if x, ok := x.Event.(*Event_ToolFinished); ok {
+			return x.ToolFinished
+		}
+	}
+	return nil
+}
+
 type isEvent_Event interface {
 	isEvent_Event()
 }
@@ -713,6 +733,14 @@ type Event_Usage struct {
 	Usage *Usage `protobuf:"bytes,4,opt,name=usage,proto3,oneof"`
 }
 
+type Event_ToolStarted struct {
+	ToolStarted *ToolStarted `protobuf:"bytes,5,opt,name=tool_started,json=toolStarted,proto3,oneof"`
+}
+
+type Event_ToolFinished struct {
+	ToolFinished *ToolFinished `protobuf:"bytes,6,opt,name=tool_finished,json=toolFinished,proto3,oneof"`
+}
+
 func (*Event_AssistantDelta) isEvent_Event() {}
 
 func (*Event_Status) isEvent_Event() {}
@@ -720,6 +748,165 @@ func (*Event_Status) isEvent_Event() {}
 func (*Event_Reasoning) isEvent_Event() {}
 
 func (*Event_Usage) isEvent_Event() {}
+
+func (*Event_ToolStarted) isEvent_Event() {}
+
+func (*Event_ToolFinished) isEvent_Event() {}
+
+// ToolStarted reports a tool the engine runs itself (an agent server's own
+// tools); the host turns it into tool.started.
+type ToolStarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CallId        string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool          string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	InputJson     []byte                 `protobuf:"bytes,3,opt,name=input_json,json=inputJson,proto3" json:"input_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolStarted) Reset() {
+	*x = ToolStarted{}
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolStarted) ProtoMessage() {}
+
+func (x *ToolStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolStarted.ProtoReflect.Descriptor instead.
+func (*ToolStarted) Descriptor() ([]byte, []int) {
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ToolStarted) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ToolStarted) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolStarted) GetInputJson() []byte {
+	if x != nil {
+		return x.InputJson
+	}
+	return nil
+}
+
+// ToolFinished ends such a call: tool.completed when ok, else tool.failed.
+type ToolFinished struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	CallId          string                 `protobuf:"bytes,1,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool            string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	Ok              bool                   `protobuf:"varint,3,opt,name=ok,proto3" json:"ok,omitempty"`
+	OutputJson      []byte                 `protobuf:"bytes,4,opt,name=output_json,json=outputJson,proto3" json:"output_json,omitempty"`
+	ErrorCode       string                 `protobuf:"bytes,5,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage    string                 `protobuf:"bytes,6,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	DiagnosticsJson []byte                 `protobuf:"bytes,7,opt,name=diagnostics_json,json=diagnosticsJson,proto3" json:"diagnostics_json,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ToolFinished) Reset() {
+	*x = ToolFinished{}
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolFinished) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolFinished) ProtoMessage() {}
+
+func (x *ToolFinished) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolFinished.ProtoReflect.Descriptor instead.
+func (*ToolFinished) Descriptor() ([]byte, []int) {
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ToolFinished) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *ToolFinished) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ToolFinished) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *ToolFinished) GetOutputJson() []byte {
+	if x != nil {
+		return x.OutputJson
+	}
+	return nil
+}
+
+func (x *ToolFinished) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+func (x *ToolFinished) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *ToolFinished) GetDiagnosticsJson() []byte {
+	if x != nil {
+		return x.DiagnosticsJson
+	}
+	return nil
+}
 
 type RunResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -738,7 +925,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[10]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +937,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[10]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +950,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{10}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RunResult) GetStatus() string {
@@ -821,7 +1008,7 @@ type RunUpdate struct {
 
 func (x *RunUpdate) Reset() {
 	*x = RunUpdate{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[11]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +1020,7 @@ func (x *RunUpdate) String() string {
 func (*RunUpdate) ProtoMessage() {}
 
 func (x *RunUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[11]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +1033,7 @@ func (x *RunUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunUpdate.ProtoReflect.Descriptor instead.
 func (*RunUpdate) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{11}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunUpdate) GetUpdate() isRunUpdate_Update {
@@ -900,7 +1087,7 @@ type CancelRequest struct {
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[12]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1099,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[12]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1112,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{12}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelRequest) GetRunId() string {
@@ -952,7 +1139,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[13]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -964,7 +1151,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[13]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -977,7 +1164,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{13}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelResponse) GetFound() bool {
@@ -1002,7 +1189,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[14]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1201,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[14]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1214,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{14}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CallToolRequest) GetRunId() string {
@@ -1077,7 +1264,7 @@ type SaveStateRequest struct {
 
 func (x *SaveStateRequest) Reset() {
 	*x = SaveStateRequest{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[15]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1276,7 @@ func (x *SaveStateRequest) String() string {
 func (*SaveStateRequest) ProtoMessage() {}
 
 func (x *SaveStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[15]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1289,7 @@ func (x *SaveStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveStateRequest.ProtoReflect.Descriptor instead.
 func (*SaveStateRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{15}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SaveStateRequest) GetRunId() string {
@@ -1134,7 +1321,7 @@ type SaveStateResponse struct {
 
 func (x *SaveStateResponse) Reset() {
 	*x = SaveStateResponse{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[16]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1333,7 @@ func (x *SaveStateResponse) String() string {
 func (*SaveStateResponse) ProtoMessage() {}
 
 func (x *SaveStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[16]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1346,7 @@ func (x *SaveStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveStateResponse.ProtoReflect.Descriptor instead.
 func (*SaveStateResponse) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{16}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{18}
 }
 
 type PermissionRequest struct {
@@ -1177,7 +1364,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[17]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1376,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[17]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1389,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{17}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PermissionRequest) GetRunId() string {
@@ -1257,7 +1444,7 @@ type PermissionDecision struct {
 
 func (x *PermissionDecision) Reset() {
 	*x = PermissionDecision{}
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[18]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1456,7 @@ func (x *PermissionDecision) String() string {
 func (*PermissionDecision) ProtoMessage() {}
 
 func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[18]
+	mi := &file_agenthost_engine_v1_engine_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1469,7 @@ func (x *PermissionDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionDecision.ProtoReflect.Descriptor instead.
 func (*PermissionDecision) Descriptor() ([]byte, []int) {
-	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{18}
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PermissionDecision) GetAllow() bool {
@@ -1345,13 +1532,30 @@ const file_agenthost_engine_v1_engine_proto_rawDesc = "" +
 	"\x04text\x18\x01 \x01(\tR\x04text\"O\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
-	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\"\x91\x02\n" +
+	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\"\xa2\x03\n" +
 	"\x05Event\x12N\n" +
 	"\x0fassistant_delta\x18\x01 \x01(\v2#.agenthost.engine.v1.AssistantDeltaH\x00R\x0eassistantDelta\x12;\n" +
 	"\x06status\x18\x02 \x01(\v2!.agenthost.engine.v1.StatusUpdateH\x00R\x06status\x12>\n" +
 	"\treasoning\x18\x03 \x01(\v2\x1e.agenthost.engine.v1.ReasoningH\x00R\treasoning\x122\n" +
-	"\x05usage\x18\x04 \x01(\v2\x1a.agenthost.engine.v1.UsageH\x00R\x05usageB\a\n" +
-	"\x05event\"\xd6\x01\n" +
+	"\x05usage\x18\x04 \x01(\v2\x1a.agenthost.engine.v1.UsageH\x00R\x05usage\x12E\n" +
+	"\ftool_started\x18\x05 \x01(\v2 .agenthost.engine.v1.ToolStartedH\x00R\vtoolStarted\x12H\n" +
+	"\rtool_finished\x18\x06 \x01(\v2!.agenthost.engine.v1.ToolFinishedH\x00R\ftoolFinishedB\a\n" +
+	"\x05event\"Y\n" +
+	"\vToolStarted\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1d\n" +
+	"\n" +
+	"input_json\x18\x03 \x01(\fR\tinputJson\"\xdb\x01\n" +
+	"\fToolFinished\x12\x17\n" +
+	"\acall_id\x18\x01 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x0e\n" +
+	"\x02ok\x18\x03 \x01(\bR\x02ok\x12\x1f\n" +
+	"\voutput_json\x18\x04 \x01(\fR\n" +
+	"outputJson\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x05 \x01(\tR\terrorCode\x12#\n" +
+	"\rerror_message\x18\x06 \x01(\tR\ferrorMessage\x12)\n" +
+	"\x10diagnostics_json\x18\a \x01(\fR\x0fdiagnosticsJson\"\xd6\x01\n" +
 	"\tRunResult\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x1d\n" +
 	"\n" +
@@ -1416,7 +1620,7 @@ func file_agenthost_engine_v1_engine_proto_rawDescGZIP() []byte {
 	return file_agenthost_engine_v1_engine_proto_rawDescData
 }
 
-var file_agenthost_engine_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_agenthost_engine_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_agenthost_engine_v1_engine_proto_goTypes = []any{
 	(*Message)(nil),                    // 0: agenthost.engine.v1.Message
 	(*ModelSpec)(nil),                  // 1: agenthost.engine.v1.ModelSpec
@@ -1428,22 +1632,24 @@ var file_agenthost_engine_v1_engine_proto_goTypes = []any{
 	(*Reasoning)(nil),                  // 7: agenthost.engine.v1.Reasoning
 	(*Usage)(nil),                      // 8: agenthost.engine.v1.Usage
 	(*Event)(nil),                      // 9: agenthost.engine.v1.Event
-	(*RunResult)(nil),                  // 10: agenthost.engine.v1.RunResult
-	(*RunUpdate)(nil),                  // 11: agenthost.engine.v1.RunUpdate
-	(*CancelRequest)(nil),              // 12: agenthost.engine.v1.CancelRequest
-	(*CancelResponse)(nil),             // 13: agenthost.engine.v1.CancelResponse
-	(*CallToolRequest)(nil),            // 14: agenthost.engine.v1.CallToolRequest
-	(*SaveStateRequest)(nil),           // 15: agenthost.engine.v1.SaveStateRequest
-	(*SaveStateResponse)(nil),          // 16: agenthost.engine.v1.SaveStateResponse
-	(*PermissionRequest)(nil),          // 17: agenthost.engine.v1.PermissionRequest
-	(*PermissionDecision)(nil),         // 18: agenthost.engine.v1.PermissionDecision
-	(*pluginv1.InfoRequest)(nil),       // 19: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 20: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 21: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 22: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 23: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 24: agenthost.plugin.v1.HealthResponse
-	(*pluginv1.ToolResult)(nil),        // 25: agenthost.plugin.v1.ToolResult
+	(*ToolStarted)(nil),                // 10: agenthost.engine.v1.ToolStarted
+	(*ToolFinished)(nil),               // 11: agenthost.engine.v1.ToolFinished
+	(*RunResult)(nil),                  // 12: agenthost.engine.v1.RunResult
+	(*RunUpdate)(nil),                  // 13: agenthost.engine.v1.RunUpdate
+	(*CancelRequest)(nil),              // 14: agenthost.engine.v1.CancelRequest
+	(*CancelResponse)(nil),             // 15: agenthost.engine.v1.CancelResponse
+	(*CallToolRequest)(nil),            // 16: agenthost.engine.v1.CallToolRequest
+	(*SaveStateRequest)(nil),           // 17: agenthost.engine.v1.SaveStateRequest
+	(*SaveStateResponse)(nil),          // 18: agenthost.engine.v1.SaveStateResponse
+	(*PermissionRequest)(nil),          // 19: agenthost.engine.v1.PermissionRequest
+	(*PermissionDecision)(nil),         // 20: agenthost.engine.v1.PermissionDecision
+	(*pluginv1.InfoRequest)(nil),       // 21: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 22: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 23: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 24: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 25: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 26: agenthost.plugin.v1.HealthResponse
+	(*pluginv1.ToolResult)(nil),        // 27: agenthost.plugin.v1.ToolResult
 }
 var file_agenthost_engine_v1_engine_proto_depIdxs = []int32{
 	0,  // 0: agenthost.engine.v1.RunRequest.history:type_name -> agenthost.engine.v1.Message
@@ -1454,29 +1660,31 @@ var file_agenthost_engine_v1_engine_proto_depIdxs = []int32{
 	6,  // 5: agenthost.engine.v1.Event.status:type_name -> agenthost.engine.v1.StatusUpdate
 	7,  // 6: agenthost.engine.v1.Event.reasoning:type_name -> agenthost.engine.v1.Reasoning
 	8,  // 7: agenthost.engine.v1.Event.usage:type_name -> agenthost.engine.v1.Usage
-	9,  // 8: agenthost.engine.v1.RunUpdate.event:type_name -> agenthost.engine.v1.Event
-	10, // 9: agenthost.engine.v1.RunUpdate.result:type_name -> agenthost.engine.v1.RunResult
-	19, // 10: agenthost.engine.v1.Engine.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	20, // 11: agenthost.engine.v1.Engine.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	21, // 12: agenthost.engine.v1.Engine.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	4,  // 13: agenthost.engine.v1.Engine.Run:input_type -> agenthost.engine.v1.RunRequest
-	12, // 14: agenthost.engine.v1.Engine.Cancel:input_type -> agenthost.engine.v1.CancelRequest
-	14, // 15: agenthost.engine.v1.EngineHost.CallTool:input_type -> agenthost.engine.v1.CallToolRequest
-	15, // 16: agenthost.engine.v1.EngineHost.SaveState:input_type -> agenthost.engine.v1.SaveStateRequest
-	17, // 17: agenthost.engine.v1.EngineHost.RequestPermission:input_type -> agenthost.engine.v1.PermissionRequest
-	22, // 18: agenthost.engine.v1.Engine.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	23, // 19: agenthost.engine.v1.Engine.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	24, // 20: agenthost.engine.v1.Engine.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	11, // 21: agenthost.engine.v1.Engine.Run:output_type -> agenthost.engine.v1.RunUpdate
-	13, // 22: agenthost.engine.v1.Engine.Cancel:output_type -> agenthost.engine.v1.CancelResponse
-	25, // 23: agenthost.engine.v1.EngineHost.CallTool:output_type -> agenthost.plugin.v1.ToolResult
-	16, // 24: agenthost.engine.v1.EngineHost.SaveState:output_type -> agenthost.engine.v1.SaveStateResponse
-	18, // 25: agenthost.engine.v1.EngineHost.RequestPermission:output_type -> agenthost.engine.v1.PermissionDecision
-	18, // [18:26] is the sub-list for method output_type
-	10, // [10:18] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	10, // 8: agenthost.engine.v1.Event.tool_started:type_name -> agenthost.engine.v1.ToolStarted
+	11, // 9: agenthost.engine.v1.Event.tool_finished:type_name -> agenthost.engine.v1.ToolFinished
+	9,  // 10: agenthost.engine.v1.RunUpdate.event:type_name -> agenthost.engine.v1.Event
+	12, // 11: agenthost.engine.v1.RunUpdate.result:type_name -> agenthost.engine.v1.RunResult
+	21, // 12: agenthost.engine.v1.Engine.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	22, // 13: agenthost.engine.v1.Engine.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	23, // 14: agenthost.engine.v1.Engine.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	4,  // 15: agenthost.engine.v1.Engine.Run:input_type -> agenthost.engine.v1.RunRequest
+	14, // 16: agenthost.engine.v1.Engine.Cancel:input_type -> agenthost.engine.v1.CancelRequest
+	16, // 17: agenthost.engine.v1.EngineHost.CallTool:input_type -> agenthost.engine.v1.CallToolRequest
+	17, // 18: agenthost.engine.v1.EngineHost.SaveState:input_type -> agenthost.engine.v1.SaveStateRequest
+	19, // 19: agenthost.engine.v1.EngineHost.RequestPermission:input_type -> agenthost.engine.v1.PermissionRequest
+	24, // 20: agenthost.engine.v1.Engine.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	25, // 21: agenthost.engine.v1.Engine.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	26, // 22: agenthost.engine.v1.Engine.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	13, // 23: agenthost.engine.v1.Engine.Run:output_type -> agenthost.engine.v1.RunUpdate
+	15, // 24: agenthost.engine.v1.Engine.Cancel:output_type -> agenthost.engine.v1.CancelResponse
+	27, // 25: agenthost.engine.v1.EngineHost.CallTool:output_type -> agenthost.plugin.v1.ToolResult
+	18, // 26: agenthost.engine.v1.EngineHost.SaveState:output_type -> agenthost.engine.v1.SaveStateResponse
+	20, // 27: agenthost.engine.v1.EngineHost.RequestPermission:output_type -> agenthost.engine.v1.PermissionDecision
+	20, // [20:28] is the sub-list for method output_type
+	12, // [12:20] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_engine_v1_engine_proto_init() }
@@ -1489,8 +1697,10 @@ func file_agenthost_engine_v1_engine_proto_init() {
 		(*Event_Status)(nil),
 		(*Event_Reasoning)(nil),
 		(*Event_Usage)(nil),
+		(*Event_ToolStarted)(nil),
+		(*Event_ToolFinished)(nil),
 	}
-	file_agenthost_engine_v1_engine_proto_msgTypes[11].OneofWrappers = []any{
+	file_agenthost_engine_v1_engine_proto_msgTypes[13].OneofWrappers = []any{
 		(*RunUpdate_Event)(nil),
 		(*RunUpdate_Result)(nil),
 	}
@@ -1500,7 +1710,7 @@ func file_agenthost_engine_v1_engine_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_engine_v1_engine_proto_rawDesc), len(file_agenthost_engine_v1_engine_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

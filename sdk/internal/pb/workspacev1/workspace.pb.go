@@ -1035,6 +1035,353 @@ func (*ExecEvent_Stderr) isExecEvent_Event() {}
 
 func (*ExecEvent_Exit) isExecEvent_Event() {}
 
+type StartServiceRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// argv and env may hold {port} (a free loopback port) and {state} (a
+	// private folder outside the working copy).
+	Argv []string `protobuf:"bytes,3,rep,name=argv,proto3" json:"argv,omitempty"`
+	Env  []string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty"`
+	Dir  string   `protobuf:"bytes,5,opt,name=dir,proto3" json:"dir,omitempty"`
+	// Absolute paths of the machine the service must read or run.
+	ReadOnlyPaths []string `protobuf:"bytes,6,rep,name=read_only_paths,json=readOnlyPaths,proto3" json:"read_only_paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartServiceRequest) Reset() {
+	*x = StartServiceRequest{}
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartServiceRequest) ProtoMessage() {}
+
+func (x *StartServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartServiceRequest.ProtoReflect.Descriptor instead.
+func (*StartServiceRequest) Descriptor() ([]byte, []int) {
+	return file_agenthost_workspace_v1_workspace_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *StartServiceRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *StartServiceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StartServiceRequest) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+func (x *StartServiceRequest) GetEnv() []string {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *StartServiceRequest) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *StartServiceRequest) GetReadOnlyPaths() []string {
+	if x != nil {
+		return x.ReadOnlyPaths
+	}
+	return nil
+}
+
+type ServiceStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceStatusRequest) Reset() {
+	*x = ServiceStatusRequest{}
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceStatusRequest) ProtoMessage() {}
+
+func (x *ServiceStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceStatusRequest.ProtoReflect.Descriptor instead.
+func (*ServiceStatusRequest) Descriptor() ([]byte, []int) {
+	return file_agenthost_workspace_v1_workspace_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ServiceStatusRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ServiceStatusRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type StopServiceRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Name        string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// How long SIGTERM may take before SIGKILL; 0 means the default.
+	GraceMs       int64 `protobuf:"varint,3,opt,name=grace_ms,json=graceMs,proto3" json:"grace_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopServiceRequest) Reset() {
+	*x = StopServiceRequest{}
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopServiceRequest) ProtoMessage() {}
+
+func (x *StopServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopServiceRequest.ProtoReflect.Descriptor instead.
+func (*StopServiceRequest) Descriptor() ([]byte, []int) {
+	return file_agenthost_workspace_v1_workspace_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *StopServiceRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *StopServiceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StopServiceRequest) GetGraceMs() int64 {
+	if x != nil {
+		return x.GraceMs
+	}
+	return 0
+}
+
+type StopServiceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopServiceResponse) Reset() {
+	*x = StopServiceResponse{}
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopServiceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopServiceResponse) ProtoMessage() {}
+
+func (x *StopServiceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopServiceResponse.ProtoReflect.Descriptor instead.
+func (*StopServiceResponse) Descriptor() ([]byte, []int) {
+	return file_agenthost_workspace_v1_workspace_proto_rawDescGZIP(), []int{18}
+}
+
+type ServiceInfo struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Running bool                   `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	// started is true when this call started the service.
+	Started bool  `protobuf:"varint,3,opt,name=started,proto3" json:"started,omitempty"`
+	Port    int32 `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	// host:port where plugin processes reach the service's port.
+	Address           string `protobuf:"bytes,5,opt,name=address,proto3" json:"address,omitempty"`
+	StartedAtUnixNano int64  `protobuf:"varint,6,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
+	ExitCode          int32  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Signal            string `protobuf:"bytes,8,opt,name=signal,proto3" json:"signal,omitempty"`
+	// The last bytes of its combined stdout and stderr.
+	OutputTail    []byte `protobuf:"bytes,9,opt,name=output_tail,json=outputTail,proto3" json:"output_tail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceInfo) Reset() {
+	*x = ServiceInfo{}
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceInfo) ProtoMessage() {}
+
+func (x *ServiceInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_workspace_v1_workspace_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceInfo.ProtoReflect.Descriptor instead.
+func (*ServiceInfo) Descriptor() ([]byte, []int) {
+	return file_agenthost_workspace_v1_workspace_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ServiceInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ServiceInfo) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *ServiceInfo) GetStarted() bool {
+	if x != nil {
+		return x.Started
+	}
+	return false
+}
+
+func (x *ServiceInfo) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *ServiceInfo) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ServiceInfo) GetStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.StartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *ServiceInfo) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *ServiceInfo) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
+func (x *ServiceInfo) GetOutputTail() []byte {
+	if x != nil {
+		return x.OutputTail
+	}
+	return nil
+}
+
 var File_agenthost_workspace_v1_workspace_proto protoreflect.FileDescriptor
 
 const file_agenthost_workspace_v1_workspace_proto_rawDesc = "" +
@@ -1108,7 +1455,33 @@ const file_agenthost_workspace_v1_workspace_proto_rawDesc = "" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x126\n" +
 	"\x04exit\x18\x03 \x01(\v2 .agenthost.workspace.v1.ExecExitH\x00R\x04exitB\a\n" +
-	"\x05event2\xe6\x04\n" +
+	"\x05event\"\xac\x01\n" +
+	"\x13StartServiceRequest\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04argv\x18\x03 \x03(\tR\x04argv\x12\x10\n" +
+	"\x03env\x18\x04 \x03(\tR\x03env\x12\x10\n" +
+	"\x03dir\x18\x05 \x01(\tR\x03dir\x12&\n" +
+	"\x0fread_only_paths\x18\x06 \x03(\tR\rreadOnlyPaths\"M\n" +
+	"\x14ServiceStatusRequest\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"f\n" +
+	"\x12StopServiceRequest\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
+	"\bgrace_ms\x18\x03 \x01(\x03R\agraceMs\"\x15\n" +
+	"\x13StopServiceResponse\"\x8a\x02\n" +
+	"\vServiceInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
+	"\arunning\x18\x02 \x01(\bR\arunning\x12\x18\n" +
+	"\astarted\x18\x03 \x01(\bR\astarted\x12\x12\n" +
+	"\x04port\x18\x04 \x01(\x05R\x04port\x12\x18\n" +
+	"\aaddress\x18\x05 \x01(\tR\aaddress\x12/\n" +
+	"\x14started_at_unix_nano\x18\x06 \x01(\x03R\x11startedAtUnixNano\x12\x1b\n" +
+	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06signal\x18\b \x01(\tR\x06signal\x12\x1f\n" +
+	"\voutput_tail\x18\t \x01(\fR\n" +
+	"outputTail2\x94\a\n" +
 	"\tWorkspace\x12X\n" +
 	"\bReadFile\x12'.agenthost.workspace.v1.ReadFileRequest\x1a!.agenthost.workspace.v1.FileChunk0\x01\x12Y\n" +
 	"\tWriteFile\x12(.agenthost.workspace.v1.WriteFileRequest\x1a .agenthost.workspace.v1.FileInfo(\x01\x12Q\n" +
@@ -1116,7 +1489,10 @@ const file_agenthost_workspace_v1_workspace_proto_rawDesc = "" +
 	"\x04Stat\x12#.agenthost.workspace.v1.StatRequest\x1a .agenthost.workspace.v1.FileInfo\x12W\n" +
 	"\x06Remove\x12%.agenthost.workspace.v1.RemoveRequest\x1a&.agenthost.workspace.v1.RemoveResponse\x12W\n" +
 	"\x06Rename\x12%.agenthost.workspace.v1.RenameRequest\x1a&.agenthost.workspace.v1.RenameResponse\x12P\n" +
-	"\x04Exec\x12#.agenthost.workspace.v1.ExecRequest\x1a!.agenthost.workspace.v1.ExecEvent0\x01B<Z:github.com/agenthost/agenthost/sdk/internal/pb/workspacev1b\x06proto3"
+	"\x04Exec\x12#.agenthost.workspace.v1.ExecRequest\x1a!.agenthost.workspace.v1.ExecEvent0\x01\x12`\n" +
+	"\fStartService\x12+.agenthost.workspace.v1.StartServiceRequest\x1a#.agenthost.workspace.v1.ServiceInfo\x12b\n" +
+	"\rServiceStatus\x12,.agenthost.workspace.v1.ServiceStatusRequest\x1a#.agenthost.workspace.v1.ServiceInfo\x12f\n" +
+	"\vStopService\x12*.agenthost.workspace.v1.StopServiceRequest\x1a+.agenthost.workspace.v1.StopServiceResponseB<Z:github.com/agenthost/agenthost/sdk/internal/pb/workspacev1b\x06proto3"
 
 var (
 	file_agenthost_workspace_v1_workspace_proto_rawDescOnce sync.Once
@@ -1130,23 +1506,28 @@ func file_agenthost_workspace_v1_workspace_proto_rawDescGZIP() []byte {
 	return file_agenthost_workspace_v1_workspace_proto_rawDescData
 }
 
-var file_agenthost_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_agenthost_workspace_v1_workspace_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_agenthost_workspace_v1_workspace_proto_goTypes = []any{
-	(*FileInfo)(nil),         // 0: agenthost.workspace.v1.FileInfo
-	(*ReadFileRequest)(nil),  // 1: agenthost.workspace.v1.ReadFileRequest
-	(*FileChunk)(nil),        // 2: agenthost.workspace.v1.FileChunk
-	(*WriteFileHeader)(nil),  // 3: agenthost.workspace.v1.WriteFileHeader
-	(*WriteFileRequest)(nil), // 4: agenthost.workspace.v1.WriteFileRequest
-	(*ListRequest)(nil),      // 5: agenthost.workspace.v1.ListRequest
-	(*ListResponse)(nil),     // 6: agenthost.workspace.v1.ListResponse
-	(*StatRequest)(nil),      // 7: agenthost.workspace.v1.StatRequest
-	(*RemoveRequest)(nil),    // 8: agenthost.workspace.v1.RemoveRequest
-	(*RemoveResponse)(nil),   // 9: agenthost.workspace.v1.RemoveResponse
-	(*RenameRequest)(nil),    // 10: agenthost.workspace.v1.RenameRequest
-	(*RenameResponse)(nil),   // 11: agenthost.workspace.v1.RenameResponse
-	(*ExecRequest)(nil),      // 12: agenthost.workspace.v1.ExecRequest
-	(*ExecExit)(nil),         // 13: agenthost.workspace.v1.ExecExit
-	(*ExecEvent)(nil),        // 14: agenthost.workspace.v1.ExecEvent
+	(*FileInfo)(nil),             // 0: agenthost.workspace.v1.FileInfo
+	(*ReadFileRequest)(nil),      // 1: agenthost.workspace.v1.ReadFileRequest
+	(*FileChunk)(nil),            // 2: agenthost.workspace.v1.FileChunk
+	(*WriteFileHeader)(nil),      // 3: agenthost.workspace.v1.WriteFileHeader
+	(*WriteFileRequest)(nil),     // 4: agenthost.workspace.v1.WriteFileRequest
+	(*ListRequest)(nil),          // 5: agenthost.workspace.v1.ListRequest
+	(*ListResponse)(nil),         // 6: agenthost.workspace.v1.ListResponse
+	(*StatRequest)(nil),          // 7: agenthost.workspace.v1.StatRequest
+	(*RemoveRequest)(nil),        // 8: agenthost.workspace.v1.RemoveRequest
+	(*RemoveResponse)(nil),       // 9: agenthost.workspace.v1.RemoveResponse
+	(*RenameRequest)(nil),        // 10: agenthost.workspace.v1.RenameRequest
+	(*RenameResponse)(nil),       // 11: agenthost.workspace.v1.RenameResponse
+	(*ExecRequest)(nil),          // 12: agenthost.workspace.v1.ExecRequest
+	(*ExecExit)(nil),             // 13: agenthost.workspace.v1.ExecExit
+	(*ExecEvent)(nil),            // 14: agenthost.workspace.v1.ExecEvent
+	(*StartServiceRequest)(nil),  // 15: agenthost.workspace.v1.StartServiceRequest
+	(*ServiceStatusRequest)(nil), // 16: agenthost.workspace.v1.ServiceStatusRequest
+	(*StopServiceRequest)(nil),   // 17: agenthost.workspace.v1.StopServiceRequest
+	(*StopServiceResponse)(nil),  // 18: agenthost.workspace.v1.StopServiceResponse
+	(*ServiceInfo)(nil),          // 19: agenthost.workspace.v1.ServiceInfo
 }
 var file_agenthost_workspace_v1_workspace_proto_depIdxs = []int32{
 	0,  // 0: agenthost.workspace.v1.FileChunk.info:type_name -> agenthost.workspace.v1.FileInfo
@@ -1160,15 +1541,21 @@ var file_agenthost_workspace_v1_workspace_proto_depIdxs = []int32{
 	8,  // 8: agenthost.workspace.v1.Workspace.Remove:input_type -> agenthost.workspace.v1.RemoveRequest
 	10, // 9: agenthost.workspace.v1.Workspace.Rename:input_type -> agenthost.workspace.v1.RenameRequest
 	12, // 10: agenthost.workspace.v1.Workspace.Exec:input_type -> agenthost.workspace.v1.ExecRequest
-	2,  // 11: agenthost.workspace.v1.Workspace.ReadFile:output_type -> agenthost.workspace.v1.FileChunk
-	0,  // 12: agenthost.workspace.v1.Workspace.WriteFile:output_type -> agenthost.workspace.v1.FileInfo
-	6,  // 13: agenthost.workspace.v1.Workspace.List:output_type -> agenthost.workspace.v1.ListResponse
-	0,  // 14: agenthost.workspace.v1.Workspace.Stat:output_type -> agenthost.workspace.v1.FileInfo
-	9,  // 15: agenthost.workspace.v1.Workspace.Remove:output_type -> agenthost.workspace.v1.RemoveResponse
-	11, // 16: agenthost.workspace.v1.Workspace.Rename:output_type -> agenthost.workspace.v1.RenameResponse
-	14, // 17: agenthost.workspace.v1.Workspace.Exec:output_type -> agenthost.workspace.v1.ExecEvent
-	11, // [11:18] is the sub-list for method output_type
-	4,  // [4:11] is the sub-list for method input_type
+	15, // 11: agenthost.workspace.v1.Workspace.StartService:input_type -> agenthost.workspace.v1.StartServiceRequest
+	16, // 12: agenthost.workspace.v1.Workspace.ServiceStatus:input_type -> agenthost.workspace.v1.ServiceStatusRequest
+	17, // 13: agenthost.workspace.v1.Workspace.StopService:input_type -> agenthost.workspace.v1.StopServiceRequest
+	2,  // 14: agenthost.workspace.v1.Workspace.ReadFile:output_type -> agenthost.workspace.v1.FileChunk
+	0,  // 15: agenthost.workspace.v1.Workspace.WriteFile:output_type -> agenthost.workspace.v1.FileInfo
+	6,  // 16: agenthost.workspace.v1.Workspace.List:output_type -> agenthost.workspace.v1.ListResponse
+	0,  // 17: agenthost.workspace.v1.Workspace.Stat:output_type -> agenthost.workspace.v1.FileInfo
+	9,  // 18: agenthost.workspace.v1.Workspace.Remove:output_type -> agenthost.workspace.v1.RemoveResponse
+	11, // 19: agenthost.workspace.v1.Workspace.Rename:output_type -> agenthost.workspace.v1.RenameResponse
+	14, // 20: agenthost.workspace.v1.Workspace.Exec:output_type -> agenthost.workspace.v1.ExecEvent
+	19, // 21: agenthost.workspace.v1.Workspace.StartService:output_type -> agenthost.workspace.v1.ServiceInfo
+	19, // 22: agenthost.workspace.v1.Workspace.ServiceStatus:output_type -> agenthost.workspace.v1.ServiceInfo
+	18, // 23: agenthost.workspace.v1.Workspace.StopService:output_type -> agenthost.workspace.v1.StopServiceResponse
+	14, // [14:24] is the sub-list for method output_type
+	4,  // [4:14] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
 	4,  // [4:4] is the sub-list for extension extendee
 	0,  // [0:4] is the sub-list for field type_name
@@ -1194,7 +1581,7 @@ func file_agenthost_workspace_v1_workspace_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_workspace_v1_workspace_proto_rawDesc), len(file_agenthost_workspace_v1_workspace_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,13 +26,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Workspace_ReadFile_FullMethodName  = "/agenthost.workspace.v1.Workspace/ReadFile"
-	Workspace_WriteFile_FullMethodName = "/agenthost.workspace.v1.Workspace/WriteFile"
-	Workspace_List_FullMethodName      = "/agenthost.workspace.v1.Workspace/List"
-	Workspace_Stat_FullMethodName      = "/agenthost.workspace.v1.Workspace/Stat"
-	Workspace_Remove_FullMethodName    = "/agenthost.workspace.v1.Workspace/Remove"
-	Workspace_Rename_FullMethodName    = "/agenthost.workspace.v1.Workspace/Rename"
-	Workspace_Exec_FullMethodName      = "/agenthost.workspace.v1.Workspace/Exec"
+	Workspace_ReadFile_FullMethodName      = "/agenthost.workspace.v1.Workspace/ReadFile"
+	Workspace_WriteFile_FullMethodName     = "/agenthost.workspace.v1.Workspace/WriteFile"
+	Workspace_List_FullMethodName          = "/agenthost.workspace.v1.Workspace/List"
+	Workspace_Stat_FullMethodName          = "/agenthost.workspace.v1.Workspace/Stat"
+	Workspace_Remove_FullMethodName        = "/agenthost.workspace.v1.Workspace/Remove"
+	Workspace_Rename_FullMethodName        = "/agenthost.workspace.v1.Workspace/Rename"
+	Workspace_Exec_FullMethodName          = "/agenthost.workspace.v1.Workspace/Exec"
+	Workspace_StartService_FullMethodName  = "/agenthost.workspace.v1.Workspace/StartService"
+	Workspace_ServiceStatus_FullMethodName = "/agenthost.workspace.v1.Workspace/ServiceStatus"
+	Workspace_StopService_FullMethodName   = "/agenthost.workspace.v1.Workspace/StopService"
 )
 
 // WorkspaceClient is the client API for Workspace service.
@@ -50,6 +53,13 @@ type WorkspaceClient interface {
 	// Exec runs a command in the workspace and streams its output; the last
 	// message carries the exit status.
 	Exec(ctx context.Context, in *ExecRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExecEvent], error)
+	// StartService starts a long-running process of the sandbox (an agent
+	// server), or answers the running one of that name. It lives until
+	// StopService or until the sandbox stops, not for the length of a call.
+	StartService(ctx context.Context, in *StartServiceRequest, opts ...grpc.CallOption) (*ServiceInfo, error)
+	ServiceStatus(ctx context.Context, in *ServiceStatusRequest, opts ...grpc.CallOption) (*ServiceInfo, error)
+	// StopService sends SIGTERM to the service's processes, then SIGKILL.
+	StopService(ctx context.Context, in *StopServiceRequest, opts ...grpc.CallOption) (*StopServiceResponse, error)
 }
 
 type workspaceClient struct {
@@ -151,6 +161,36 @@ func (c *workspaceClient) Exec(ctx context.Context, in *ExecRequest, opts ...grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Workspace_ExecClient = grpc.ServerStreamingClient[ExecEvent]
 
+func (c *workspaceClient) StartService(ctx context.Context, in *StartServiceRequest, opts ...grpc.CallOption) (*ServiceInfo, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceInfo)
+	err := c.cc.Invoke(ctx, Workspace_StartService_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workspaceClient) ServiceStatus(ctx context.Context, in *ServiceStatusRequest, opts ...grpc.CallOption) (*ServiceInfo, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceInfo)
+	err := c.cc.Invoke(ctx, Workspace_ServiceStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workspaceClient) StopService(ctx context.Context, in *StopServiceRequest, opts ...grpc.CallOption) (*StopServiceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StopServiceResponse)
+	err := c.cc.Invoke(ctx, Workspace_StopService_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkspaceServer is the server API for Workspace service.
 // All implementations must embed UnimplementedWorkspaceServer
 // for forward compatibility.
@@ -166,6 +206,13 @@ type WorkspaceServer interface {
 	// Exec runs a command in the workspace and streams its output; the last
 	// message carries the exit status.
 	Exec(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error
+	// StartService starts a long-running process of the sandbox (an agent
+	// server), or answers the running one of that name. It lives until
+	// StopService or until the sandbox stops, not for the length of a call.
+	StartService(context.Context, *StartServiceRequest) (*ServiceInfo, error)
+	ServiceStatus(context.Context, *ServiceStatusRequest) (*ServiceInfo, error)
+	// StopService sends SIGTERM to the service's processes, then SIGKILL.
+	StopService(context.Context, *StopServiceRequest) (*StopServiceResponse, error)
 	mustEmbedUnimplementedWorkspaceServer()
 }
 
@@ -196,6 +243,15 @@ func (UnimplementedWorkspaceServer) Rename(context.Context, *RenameRequest) (*Re
 }
 func (UnimplementedWorkspaceServer) Exec(*ExecRequest, grpc.ServerStreamingServer[ExecEvent]) error {
 	return status.Errorf(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedWorkspaceServer) StartService(context.Context, *StartServiceRequest) (*ServiceInfo, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method StartService not implemented")
+}
+func (UnimplementedWorkspaceServer) ServiceStatus(context.Context, *ServiceStatusRequest) (*ServiceInfo, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ServiceStatus not implemented")
+}
+func (UnimplementedWorkspaceServer) StopService(context.Context, *StopServiceRequest) (*StopServiceResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method StopService not implemented")
 }
 func (UnimplementedWorkspaceServer) mustEmbedUnimplementedWorkspaceServer() {}
 func (UnimplementedWorkspaceServer) testEmbeddedByValue()                   {}
@@ -319,6 +375,60 @@ func _Workspace_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Workspace_ExecServer = grpc.ServerStreamingServer[ExecEvent]
 
+func _Workspace_StartService_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StartServiceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkspaceServer).StartService(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Workspace_StartService_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkspaceServer).StartService(ctx, req.(*StartServiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Workspace_ServiceStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ServiceStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkspaceServer).ServiceStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Workspace_ServiceStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkspaceServer).ServiceStatus(ctx, req.(*ServiceStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Workspace_StopService_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopServiceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkspaceServer).StopService(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Workspace_StopService_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkspaceServer).StopService(ctx, req.(*StopServiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Workspace_ServiceDesc is the grpc.ServiceDesc for Workspace service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -341,6 +451,18 @@ var Workspace_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Rename",
 			Handler:    _Workspace_Rename_Handler,
+		},
+		{
+			MethodName: "StartService",
+			Handler:    _Workspace_StartService_Handler,
+		},
+		{
+			MethodName: "ServiceStatus",
+			Handler:    _Workspace_ServiceStatus_Handler,
+		},
+		{
+			MethodName: "StopService",
+			Handler:    _Workspace_StopService_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,66 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/engine"
+)
+
+// Tool calls an engine runs itself (an agent server's own tools) reach the
+// timeline through engine events rather than CallTool. The engine reports
+// what its server saw, and a server's stream can repeat or skip a state, so
+// the host holds the invariant: each call is started exactly once and
+// finished exactly once, started before it finishes.
+
+const (
+	engineCallStarted = 1
+	engineCallDone    = 2
+)
+
+func (o *Orchestrator) onEngineTool(ctx context.Context, ar *activeRun, ev engine.Event) error {
+	if ev.CallID == "" || ev.Tool == "" {
+		o.log.Warn("engine tool event without a call id or tool dropped", "run", ar.run.ID, "kind", ev.Kind)
+		return nil
+	}
+	ar.mu.Lock()
+	state := ar.engineCalls[ev.CallID]
+	if ev.Kind == engine.KindToolStarted && state == 0 || ev.Kind == engine.KindToolFinished && state != engineCallDone {
+		ar.engineCalls[ev.CallID] = engineCallStarted
+		if ev.Kind == engine.KindToolFinished {
+			ar.engineCalls[ev.CallID] = engineCallDone
+		}
+	}
+	// The server's tools may have changed files.
+	ar.filesDirty = true
+	ar.mu.Unlock()
+
+	if state == 0 {
+		input := ev.Input
+		if ev.Kind == engine.KindToolFinished {
+			input = nil
+		}
+		if err := o.emit(ctx, ar, core.EventToolStarted, map[string]any{"tool_call_id": ev.CallID, "tool": ev.Tool, "input": jsonOrNull(input)}); err != nil {
+			return err
+		}
+	}
+	if ev.Kind != engine.KindToolFinished || state == engineCallDone {
+		return nil
+	}
+	if ev.OK {
+		return o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted},
+			map[string]any{"tool_call_id": ev.CallID, "tool": ev.Tool, "output": jsonOrNull(ev.Output)}, ev.CallID)
+	}
+	code := ev.ErrorCode
+	if code == "" {
+		code = core.CodeToolUnavailable
+	}
+	var diag json.RawMessage
+	if json.Valid(ev.Diagnostics) {
+		diag = ev.Diagnostics
+	}
+	return o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: diag}, map[string]any{
+		"tool_call_id": ev.CallID, "tool": ev.Tool, "error_code": code, "error_message": ev.ErrorMessage, "field": "",
+	}, ev.CallID)
+}

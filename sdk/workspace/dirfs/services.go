@@ -1,0 +1,304 @@
+package dirfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/workspace"
+	"golang.org/x/sys/unix"
+)
+
+// serviceTailBytes is how much of a service's output ServiceInfo keeps: the
+// end of a crash message, not a log.
+const serviceTailBytes = 8 << 10
+
+var serviceName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+
+// ServiceCommand is a service's command with its placeholders replaced, as a
+// backend gets it to wrap.
+type ServiceCommand struct {
+	Argv []string
+	Env  []string
+	// Dir is the host path of the working folder (inside the workspace).
+	Dir string
+	// StateDir is the host path of the service's private folder.
+	StateDir      string
+	ReadOnlyPaths []string
+}
+
+// WrapFunc lets an isolating backend wrap a service's command (bwrap ...)
+// before it starts; it returns the argv and environment to run on the host.
+type WrapFunc func(cmd ServiceCommand) (argv, env []string, err error)
+
+// Services runs the long-lived processes of one workspace
+// (workspace.Services): each in its own process group, SIGKILLed if the
+// plugin dies, with a private state folder under stateDir and the tail of
+// its output kept for diagnostics. Close stops them all.
+type Services struct {
+	root     string
+	stateDir string
+	wrap     WrapFunc
+	fileSize uint64
+
+	mu       sync.Mutex
+	services map[string]*service
+	closed   bool
+}
+
+type service struct {
+	info  workspace.ServiceInfo
+	pgid  int
+	tail  *tailBuffer
+	done  chan struct{}
+	state string
+}
+
+// NewServices returns the services of the workspace rooted at root; each
+// service's {state} folder is made under stateDir, which must lie outside
+// the workspace. wrap may be nil (commands run as they are).
+func NewServices(root, stateDir string, wrap WrapFunc) *Services {
+	return &Services{root: root, stateDir: stateDir, wrap: wrap, fileSize: DefaultFileSizeLimit, services: map[string]*service{}}
+}
+
+// WithServices makes an FS answer workspace.Services through s.
+func WithServices(s *Services) Option { return func(f *FS) { f.services = s } }
+
+// StartService implements workspace.Services.
+func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (workspace.ServiceInfo, error) {
+	if !serviceName.MatchString(spec.Name) {
+		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeInvalidArgument, "name", "service name %q must be 1-40 of [a-z0-9-]", spec.Name)
+	}
+	if len(spec.Argv) == 0 {
+		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeInvalidArgument, "argv", "a service needs a command")
+	}
+	for _, p := range spec.ReadOnlyPaths {
+		if !filepath.IsAbs(p) {
+			return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeInvalidArgument, "read_only_paths", "%q is not an absolute path", p)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeNotFound, "", "the sandbox was stopped")
+	}
+	if old := s.services[spec.Name]; old != nil && old.info.Running {
+		return old.snapshot(false), nil
+	}
+	dir := s.root
+	if spec.Dir != "" {
+		rel, err := Clean(spec.Dir)
+		if err != nil {
+			return workspace.ServiceInfo{}, err
+		}
+		dir = filepath.Join(s.root, filepath.FromSlash(rel))
+	}
+	state := filepath.Join(s.stateDir, spec.Name)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return workspace.ServiceInfo{}, fmt.Errorf("service %s: state folder: %w", spec.Name, err)
+	}
+	port := 0
+	if usesPlaceholder(spec, workspace.PlaceholderPort) {
+		p, err := freePort()
+		if err != nil {
+			return workspace.ServiceInfo{}, fmt.Errorf("service %s: pick a port: %w", spec.Name, err)
+		}
+		port = p
+	}
+	fill := strings.NewReplacer(workspace.PlaceholderPort, strconv.Itoa(port), workspace.PlaceholderState, state)
+	cmd := ServiceCommand{Dir: dir, StateDir: state, ReadOnlyPaths: spec.ReadOnlyPaths}
+	for _, a := range spec.Argv {
+		cmd.Argv = append(cmd.Argv, fill.Replace(a))
+	}
+	cmd.Env = []string{"PATH=" + SandboxPATH, "HOME=" + state, "LANG=C.UTF-8"}
+	for _, e := range spec.Env {
+		cmd.Env = append(cmd.Env, fill.Replace(e))
+	}
+	argv, env := cmd.Argv, cmd.Env
+	if s.wrap != nil {
+		var err error
+		if argv, env, err = s.wrap(cmd); err != nil {
+			return workspace.ServiceInfo{}, err
+		}
+	}
+	path, err := lookPath(argv[0], envValue(env, "PATH"))
+	if err != nil {
+		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeNotFound, "argv", "service %s: %s: command not found", spec.Name, argv[0])
+	}
+	tail := &tailBuffer{max: serviceTailBytes}
+	c := &exec.Cmd{
+		Path: path, Args: argv, Dir: dir, Env: env, Stdout: tail, Stderr: tail,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		// Children left holding the output pipes must not hold Wait.
+		WaitDelay: time.Second,
+	}
+	if err := c.Start(); err != nil {
+		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeUnavailable, "argv", "service %s: start %s: %v", spec.Name, argv[0], err)
+	}
+	pid := c.Process.Pid
+	_ = unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: s.fileSize, Max: s.fileSize}, nil)
+	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), state: state, info: workspace.ServiceInfo{
+		Name: spec.Name, Running: true, Port: port, StartedAt: time.Now(),
+	}}
+	if port != 0 {
+		svc.info.Address = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	s.services[spec.Name] = svc
+	go s.watch(svc, c)
+	return svc.snapshot(true), nil
+}
+
+// watch records how a service ended.
+func (s *Services) watch(svc *service, c *exec.Cmd) {
+	err := c.Wait()
+	s.mu.Lock()
+	svc.info.Running = false
+	if c.ProcessState != nil {
+		svc.info.ExitCode = c.ProcessState.ExitCode()
+		if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			svc.info.Signal = unix.SignalName(ws.Signal())
+			svc.info.ExitCode = 128 + int(ws.Signal())
+		}
+	} else if err != nil {
+		svc.info.ExitCode = -1
+	}
+	s.mu.Unlock()
+	close(svc.done)
+}
+
+func (svc *service) snapshot(started bool) workspace.ServiceInfo {
+	si := svc.info
+	si.Started = started
+	si.OutputTail = svc.tail.bytes()
+	return si
+}
+
+// ServiceStatus implements workspace.Services.
+func (s *Services) ServiceStatus(_ context.Context, name string) (workspace.ServiceInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	svc := s.services[name]
+	if svc == nil {
+		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeNotFound, "name", "no service %q in this sandbox", name)
+	}
+	return svc.snapshot(false), nil
+}
+
+// StopService implements workspace.Services.
+func (s *Services) StopService(ctx context.Context, name string, grace time.Duration) error {
+	s.mu.Lock()
+	svc := s.services[name]
+	s.mu.Unlock()
+	if svc == nil {
+		return nil
+	}
+	return stopService(ctx, svc, grace)
+}
+
+// stopService sends SIGTERM to the service's group, SIGKILL after grace,
+// and waits for the leader to be reaped.
+func stopService(ctx context.Context, svc *service, grace time.Duration) error {
+	if grace <= 0 {
+		grace = workspace.DefaultServiceStopGrace
+	}
+	select {
+	case <-svc.done:
+		// Ended by itself; anything it left in its group goes too.
+		_ = syscall.Kill(-svc.pgid, syscall.SIGKILL)
+		return nil
+	default:
+	}
+	_ = syscall.Kill(-svc.pgid, syscall.SIGTERM)
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-svc.done:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-svc.pgid, syscall.SIGKILL)
+	select {
+	case <-svc.done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return errors.New("the service did not exit after SIGKILL")
+	}
+}
+
+// Close stops every service (in parallel, each with grace) and refuses new
+// ones: the sandbox is stopping.
+func (s *Services) Close(grace time.Duration) {
+	s.mu.Lock()
+	s.closed = true
+	all := make([]*service, 0, len(s.services))
+	for _, svc := range s.services {
+		all = append(all, svc)
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, svc := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = stopService(context.Background(), svc, grace)
+		}()
+	}
+	wg.Wait()
+}
+
+func usesPlaceholder(spec workspace.ServiceSpec, ph string) bool {
+	for _, list := range [][]string{spec.Argv, spec.Env} {
+		for _, v := range list {
+			if strings.Contains(v, ph) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// freePort asks the kernel for a free loopback port. Another process could
+// take it before the service binds it; the service then fails to start and
+// says so, which its caller sees.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.buf...)
+}
