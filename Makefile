@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
-PLUGINS := agenthost-engine-mock agenthost-engine-native agenthost-sandbox-local agenthost-sandbox-bwrap agenthost-toolpack-patch agenthost-toolpack-contract
+PLUGINS := agenthost-engine-mock agenthost-engine-native agenthost-engine-opencode agenthost-sandbox-local agenthost-sandbox-bwrap agenthost-toolpack-patch agenthost-toolpack-contract
 PROTO_DIR := sdk/proto
 PB_OUT := sdk/internal/pb
 
@@ -13,9 +13,27 @@ STATICCHECK_VERSION := v0.7.0
 # (go.dev/issue/75804, fixed in Go 1.27); a count has no deadline to race.
 FUZZTIME ?= 20000x
 
-.PHONY: build run test bench fuzz proto lint clean
+.PHONY: build tools run test bench fuzz proto lint clean
 
-build:
+# The OpenCode engine drives the real opencode binary, from the npm package
+# opencode-ai at a pinned version, installed into tools/ (never globally).
+# tools/opencode/bin/opencode links to this platform's binary.
+OPENCODE_VERSION := 1.18.33
+OPENCODE_STAMP := tools/opencode/.installed-$(OPENCODE_VERSION)
+OPENCODE_ARCH := $(shell uname -m | sed -e 's/x86_64/x64/' -e 's/aarch64/arm64/')
+
+tools: $(OPENCODE_STAMP)
+
+$(OPENCODE_STAMP):
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  echo "npm not found: the OpenCode engine stays unavailable (apt-get install npm, then make tools)"; exit 0; fi; \
+	set -e; rm -rf tools/opencode; mkdir -p tools/opencode; \
+	echo "installing opencode-ai@$(OPENCODE_VERSION) into tools/opencode"; \
+	cd tools/opencode && npm install --no-audit --no-fund --ignore-scripts --no-save --loglevel=error --prefix . opencode-ai@$(OPENCODE_VERSION); \
+	mkdir -p bin; ln -sf ../node_modules/opencode-linux-$(OPENCODE_ARCH)/bin/opencode bin/opencode; \
+	test "$$(./bin/opencode --version)" = "$(OPENCODE_VERSION)"; touch .installed-$(OPENCODE_VERSION)
+
+build: tools
 	$(GO) build -o $(BIN)/agenthost ./cmd/agenthost
 	@mkdir -p $(BIN)/plugins
 	@for p in $(PLUGINS); do $(GO) build -o $(BIN)/plugins/$$p ./cmd/$$p || exit 1; done

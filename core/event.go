@@ -79,4 +79,7 @@ const (
 var GeneratedArtifacts = []string{
 	"node_modules", "dist", ".vite", ".turbo", ".cache", ".parcel-cache",
 	".next", ".svelte-kit", "coverage", "*.tsbuildinfo", ".eslintcache", ".DS_Store",
+	// The OpenCode engine's per-run scaffolding (custom tools, lock
+	// files), rewritten at every run.
+	".opencode",
 }

@@ -155,3 +155,34 @@ func Main(m *testing.M, binDir *string, pkgs ...string) {
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// RequireOpenCodeEnv, set to 1 (.ci/run sets it), makes a missing opencode
+// binary fail the OpenCode engine tests instead of skipping them.
+const RequireOpenCodeEnv = "AGENTHOST_REQUIRE_OPENCODE"
+
+// OpenCodeBinary returns the opencode binary `make tools` installs into the
+// project's tools folder, skipping t when it is absent (unless
+// RequireOpenCodeEnv says it must be there).
+func OpenCodeBinary(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+	bin := filepath.Join(dir, "tools", "opencode", "bin", "opencode")
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv(RequireOpenCodeEnv) == "1" {
+			t.Fatalf("opencode is not installed at %s and %s=1 (run make tools)", bin, RequireOpenCodeEnv)
+		}
+		t.Skipf("opencode is not installed at %s: run make tools (.ci/run does)", bin)
+	}
+	return bin
+}

@@ -1,0 +1,403 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/internal/testenv"
+	"github.com/agenthost/agenthost/plugins/engine-native/fakellm"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests drive the real opencode binary (make tools installs it) as
+// the OpenCode engine runs it: a sandbox service of the local sandbox,
+// talking to a scripted fake OpenAI-compatible model server.
+
+var (
+	opencodeOnce sync.Once
+	opencodeBin  string
+	opencodeErr  error
+)
+
+func opencodeEngineBinary(t testing.TB) string {
+	opencodeOnce.Do(func() {
+		var dir string
+		dir, opencodeErr = testenv.BuildBinaries("cmd/agenthost-engine-opencode")
+		opencodeBin = filepath.Join(dir, "agenthost-engine-opencode")
+	})
+	require.NoError(t, opencodeErr)
+	return opencodeBin
+}
+
+const opencodeKeyEnv = "AGENTHOST_API_TEST_OPENCODE_KEY"
+
+// startOpenCodeEnv starts a host with the OpenCode engine (bash asks for
+// permission, as by default), the local sandbox and the contract toolpack,
+// and a global model bound for OpenCode as fake/<model> at srv.
+func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath string) (*env, string) {
+	t.Helper()
+	if os.Getenv(testenv.SandboxEnv) == "bwrap" {
+		t.Skip("the bwrap sandbox runs no services yet, so the OpenCode engine cannot run on it (TestOpenCodeOnBwrapIsRefused checks the refusal)")
+	}
+	if opencodePath == "" {
+		opencodePath = testenv.OpenCodeBinary(t)
+	}
+	t.Setenv(opencodeKeyEnv, "sk-opencode-test")
+	dir := testenv.PluginConfigDir(t, "local", "contract")
+	hcl := fmt.Sprintf(`plugin "opencode" {
+  kind    = "engine"
+  command = %q
+  env     = [%q]
+  config {
+    opencode_path    = %q
+    cancel_timeout_s = 15
+  }
+}
+`, opencodeEngineBinary(t), opencodeKeyEnv, opencodePath)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "opencode.hcl"), []byte(hcl), 0o644))
+	e := startEnvIn(t, "sqlite", dir)
+	var m struct{ ID string }
+	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
+		"name": model, "provider": "openai", "provider_model": model, "base_url": srv.BaseURL(),
+		"api_key_env": opencodeKeyEnv, "scope": "global",
+		"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/" + model}},
+	}, &m))
+	return e, m.ID
+}
+
+// ocRun starts an OpenCode run (in chat when not empty) and returns its id.
+func (e *env) ocRun(app, model, chat, prompt string) string {
+	e.t.Helper()
+	body := map[string]any{"engine": "opencode", "model_id": model, "prompt": prompt}
+	if chat != "" {
+		body["chat_session_id"] = chat
+	}
+	var run struct {
+		ID            string `json:"id"`
+		ChatSessionID string `json:"chat_session_id"`
+	}
+	require.Equal(e.t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs", body, &run))
+	return run.ID
+}
+
+func (e *env) chatOf(app, runID string) string {
+	e.t.Helper()
+	var r struct {
+		ChatSessionID string `json:"chat_session_id"`
+	}
+	require.Equal(e.t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+runID, nil, &r))
+	return r.ChatSessionID
+}
+
+// waitEvent polls the run's log until it holds n events of the type.
+func (e *env) waitEvent(app, runID, event string, n int) {
+	e.t.Helper()
+	require.Eventually(e.t, func() bool { return len(e.payloads(app, runID, event)) >= n }, 90*time.Second, 50*time.Millisecond,
+		"run %s never had %d %s events: %v", runID, n, event, e.eventTypes(app, runID))
+}
+
+// decide answers the run's pending permission.
+func (e *env) decide(app, runID, decision string) {
+	e.t.Helper()
+	require.Eventually(e.t, func() bool {
+		return e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs/"+runID+"/resume", map[string]string{"decision": decision}, nil) == http.StatusAccepted
+	}, 30*time.Second, 50*time.Millisecond, "run %s did not take the decision", runID)
+}
+
+func (e *env) ocWait(app, runID string) runOut {
+	e.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		var r runOut
+		require.Equal(e.t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+runID, nil, &r))
+		switch r.Status {
+		case "completed", "failed", "cancelled":
+			return r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("run %s did not finish: %v", runID, e.eventTypes(app, runID))
+	return runOut{}
+}
+
+func writeCall(id, path, content string) fakellm.Call {
+	return fakellm.Call{ID: id, Name: "write", Args: []string{fmt.Sprintf(`{"filePath":%q,"content":%q}`, path, content)}}
+}
+
+func bashCall(id, command string) fakellm.Call {
+	return fakellm.Call{ID: id, Name: "bash", Args: []string{fmt.Sprintf(`{"command":%q,"description":"run it"}`, command)}}
+}
+
+// TestOpenCodeWriteRunAndChatReuse: a write run ends in a revision holding
+// the file (and none of the engine's scaffolding); the second run of the
+// chat reuses the sandbox's server and its OpenCode session, so the model
+// sees the first run's turns.
+func TestOpenCodeWriteRunAndChatReuse(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-write", "")
+	srv.Script("oc-write",
+		fakellm.Turn{Text: []string{"Creating it."}, Calls: []fakellm.Call{writeCall("call_w1", "hello.txt", "hello from opencode\n")}, InputTokens: 100, OutputTokens: 10},
+		fakellm.Turn{Text: []string{"Wrote ", "hello.txt."}, InputTokens: 120, OutputTokens: 4},
+		fakellm.Turn{Text: []string{"Second run ", "answer."}},
+	)
+	app := e.createApp(e.tokenA)
+	first := e.ocRun(app, model, "", "create hello.txt")
+	done := e.ocWait(app, first)
+	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app, first))
+	assert.Equal(t, "Creating it.Wrote hello.txt.", done.OutputText)
+
+	types := strings.Join(e.eventTypes(app, first), ",")
+	assert.Equal(t, 1, strings.Count(types, "tool.started"), types)
+	assert.Equal(t, 1, strings.Count(types, "tool.completed"), types)
+	assert.Contains(t, types, "revision.created,checkpoint.created,run.completed")
+	started := e.payloads(app, first, "tool.started")
+	require.Len(t, started, 1)
+	assert.Contains(t, started[0], `"tool":"write"`)
+	assert.Contains(t, started[0], `hello.txt`)
+
+	d := e.runDetail(app, first)
+	require.NotEmpty(t, d.ResultRevisionID)
+	assert.Equal(t, "hello from opencode\n", e.fileAt(app, d.ResultRevisionID, "hello.txt"))
+	var manifest struct {
+		Files []struct {
+			Path string `json:"path"`
+		} `json:"files"`
+	}
+	require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/revisions/"+d.ResultRevisionID, nil, &manifest))
+	for _, f := range manifest.Files {
+		assert.False(t, strings.HasPrefix(f.Path, ".opencode"), "engine scaffolding reached the revision: %s", f.Path)
+	}
+	r := e.nativeRun(app, first)
+	assert.Equal(t, int64(220), r.Context.Usage.InputTokens, "usage from OpenCode's step-finish parts")
+
+	// The second run of the chat: same server, same OpenCode session.
+	chat := e.chatOf(app, first)
+	second := e.ocRun(app, model, chat, "and now?")
+	done = e.ocWait(app, second)
+	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app, second))
+	assert.Equal(t, "Second run answer.", done.OutputText)
+	reqs := srv.RequestsFor("oc-write")
+	last := string(reqs[len(reqs)-1].Body)
+	assert.Contains(t, last, "create hello.txt", "the model sees the first run's prompt")
+	assert.Contains(t, last, "and now?")
+	assert.NotContains(t, last, "Earlier in this conversation", "a reused session needs no rendered history")
+	for _, p := range e.payloads(app, second, "run.status") {
+		if strings.Contains(p, "engine_ready") {
+			return
+		}
+	}
+	t.Errorf("the second run reported no engine_ready status")
+}
+
+// TestOpenCodeBashPermission: bash asks; the first command is allowed once
+// and runs, the second is rejected, fails as a tool and ends the turn.
+func TestOpenCodeBashPermission(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-bash", "")
+	srv.Script("oc-bash",
+		fakellm.Turn{Calls: []fakellm.Call{bashCall("call_b1", "echo hi > bash.txt && echo written")}},
+		fakellm.Turn{Calls: []fakellm.Call{bashCall("call_b2", "rm index.html")}},
+		fakellm.Turn{Text: []string{"never asked"}},
+	)
+	app := e.createApp(e.tokenA)
+	run := e.ocRun(app, model, "", "run commands")
+	e.waitEvent(app, run, "permission.requested", 1)
+	asked := e.payloads(app, run, "permission.requested")[0]
+	assert.Contains(t, asked, `"action":"bash"`)
+	assert.Contains(t, asked, "echo hi")
+	e.decide(app, run, "allow")
+	e.waitEvent(app, run, "permission.requested", 2)
+	e.decide(app, run, "deny")
+	done := e.ocWait(app, run)
+	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app, run))
+
+	completed := e.payloads(app, run, "tool.completed")
+	require.Len(t, completed, 1)
+	assert.Contains(t, completed[0], "written")
+	failed := e.payloads(app, run, "tool.failed")
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0], `"tool":"bash"`)
+	assert.Len(t, e.payloads(app, run, "permission.resolved"), 2)
+	assert.Len(t, srv.RequestsFor("oc-bash"), 2, "a rejection ends the turn with no further model call")
+	d := e.runDetail(app, run)
+	require.NotEmpty(t, d.ResultRevisionID)
+	assert.Equal(t, "hi\n", e.fileAt(app, d.ResultRevisionID, "bash.txt"))
+	assert.Contains(t, e.fileAt(app, d.ResultRevisionID, "index.html"), "<h1>", "the rejected rm did not run")
+}
+
+// TestOpenCodeAbort: a cancel while text streams and one while a command
+// runs both end cancelled, confirmed by OpenCode going idle.
+func TestOpenCodeAbort(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-abort", "")
+	srv.Script("oc-abort", fakellm.Turn{Text: []string{"Thinking hard"}, Hang: true})
+	srv.Script("oc-abort-cmd",
+		fakellm.Turn{Calls: []fakellm.Call{bashCall("call_s1", "echo started; sleep 60")}},
+		fakellm.Turn{Text: []string{"not reached"}})
+	var m struct{ ID string }
+	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
+		"name": "oc-abort-cmd", "provider": "openai", "provider_model": "oc-abort-cmd", "base_url": srv.BaseURL(),
+		"api_key_env": opencodeKeyEnv, "scope": "global",
+		"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/oc-abort-cmd"}},
+	}, &m))
+
+	app := e.createApp(e.tokenA)
+	run := e.ocRun(app, model, "", "think")
+	e.waitEvent(app, run, "assistant.delta", 1)
+	require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs/"+run+"/cancel", nil, nil))
+	done := e.ocWait(app, run)
+	assert.Equal(t, "cancelled", done.Status, "%+v %v", done, e.eventTypes(app, run))
+
+	app2 := e.createApp(e.tokenA)
+	run = e.ocRun(app2, m.ID, "", "run a long command")
+	e.waitEvent(app2, run, "permission.requested", 1)
+	e.decide(app2, run, "allow")
+	e.waitEvent(app2, run, "tool.started", 1)
+	time.Sleep(300 * time.Millisecond) // let the command start
+	require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", "/admin/apps/"+app2+"/coding-agent/runs/"+run+"/cancel", nil, nil))
+	done = e.ocWait(app2, run)
+	assert.Equal(t, "cancelled", done.Status, "%+v %v", done, e.eventTypes(app2, run))
+	types := strings.Join(e.eventTypes(app2, run), ",")
+	assert.Equal(t, 1, strings.Count(types, "tool.started"), types)
+	assert.Equal(t, 1, strings.Count(types, "tool.completed")+strings.Count(types, "tool.failed"), "the command's call is finished exactly once: %s", types)
+}
+
+// TestOpenCodeModelError: a 4xx from the model fails the run with the
+// provider's status.
+func TestOpenCodeModelError(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-4xx", "")
+	srv.Script("oc-4xx", fakellm.Turn{Status: http.StatusBadRequest, Message: "fake bad request"})
+	app := e.createApp(e.tokenA)
+	run := e.ocRun(app, model, "", "anything")
+	done := e.ocWait(app, run)
+	require.Equal(t, "failed", done.Status)
+	assert.Equal(t, "MODEL_PROVIDER_ERROR", done.ErrorCode)
+	failed := e.payloads(app, run, "run.failed")
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0], "400")
+}
+
+// TestOpenCodeEditFailureRule: an edit that fails with no later successful
+// edit fails the run; one followed by a successful write completes.
+func TestOpenCodeEditFailureRule(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-edit", "")
+	badEdit := fakellm.Call{ID: "call_e1", Name: "edit", Args: []string{`{"filePath":"index.html","oldString":"no such text","newString":"x"}`}}
+	srv.Script("oc-edit",
+		fakellm.Turn{Calls: []fakellm.Call{badEdit}},
+		fakellm.Turn{Text: []string{"I give up."}},
+	)
+	app := e.createApp(e.tokenA)
+	run := e.ocRun(app, model, "", "edit it")
+	done := e.ocWait(app, run)
+	require.Equal(t, "failed", done.Status, "%v", e.eventTypes(app, run))
+	assert.Equal(t, "CODING_AGENT_OPENCODE_UNRECOVERED_EDIT_FAILURE", done.ErrorCode)
+	assert.Len(t, e.payloads(app, run, "tool.failed"), 1)
+
+	srv.Script("oc-edit-ok",
+		fakellm.Turn{Calls: []fakellm.Call{badEdit}},
+		fakellm.Turn{Calls: []fakellm.Call{writeCall("call_e2", "index.html", "<h1>rewritten</h1>\n")}},
+		fakellm.Turn{Text: []string{"Recovered."}},
+	)
+	var m struct{ ID string }
+	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
+		"name": "oc-edit-ok", "provider": "openai", "provider_model": "oc-edit-ok", "base_url": srv.BaseURL(),
+		"api_key_env": opencodeKeyEnv, "scope": "global",
+		"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/oc-edit-ok"}},
+	}, &m))
+	app2 := e.createApp(e.tokenA)
+	run = e.ocRun(app2, m.ID, "", "edit it")
+	done = e.ocWait(app2, run)
+	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app2, run))
+	d := e.runDetail(app2, run)
+	assert.Equal(t, "<h1>rewritten</h1>\n", e.fileAt(app2, d.ResultRevisionID, "index.html"))
+}
+
+// TestOpenCodeServerKilled: SIGKILL of opencode mid-run fails the run with
+// a clear code; the chat's next run starts a new server and completes.
+func TestOpenCodeServerKilled(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-kill", "")
+	srv.Script("oc-kill",
+		fakellm.Turn{Text: []string{"Working"}, Hang: true, HangTimes: 1},
+	)
+	app := e.createApp(e.tokenA)
+	run := e.ocRun(app, model, "", "work")
+	e.waitEvent(app, run, "assistant.delta", 1)
+	pids := opencodeServers(t)
+	require.NotEmpty(t, pids, "no opencode server process found")
+	for _, pid := range pids {
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	}
+	done := e.ocWait(app, run)
+	require.Equal(t, "failed", done.Status)
+	assert.Equal(t, "OPENCODE_SERVER_EXITED", done.ErrorCode)
+	failed := e.payloads(app, run, "run.failed")
+	require.Len(t, failed, 1)
+	assert.Contains(t, failed[0], "SIGKILL")
+
+	next := e.ocRun(app, model, e.chatOf(app, run), "again")
+	done = e.ocWait(app, next)
+	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app, next))
+	assert.Equal(t, "Working", done.OutputText)
+	after := opencodeServers(t)
+	require.NotEmpty(t, after)
+	assert.NotEqual(t, pids, after, "a new server process")
+}
+
+// opencodeServers lists the pids of running `opencode serve` processes.
+func opencodeServers(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, en := range entries {
+		var pid int
+		if _, err := fmt.Sscan(en.Name(), &pid); err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmd), "\x00")
+		if len(args) > 1 && strings.HasSuffix(args[0], "opencode") && args[1] == "serve" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestOpenCodeMissingBinary: without the binary the engine is unhealthy,
+// capabilities say why, and a run is refused with ENGINE_UNAVAILABLE.
+func TestOpenCodeMissingBinary(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-missing", "/nonexistent/opencode")
+	app := e.createApp(e.tokenA)
+	var caps map[string]any
+	require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/capabilities", nil, &caps))
+	b := fmt.Sprint(caps)
+	assert.Contains(t, b, "opencode binary is missing")
+	var errBody struct {
+		Detail struct{ Code string } `json:"detail"`
+	}
+	require.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs",
+		map[string]any{"engine": "opencode", "model_id": model, "prompt": "x"}, &errBody))
+	assert.Equal(t, "CODING_AGENT_ENGINE_UNAVAILABLE", errBody.Detail.Code)
+}

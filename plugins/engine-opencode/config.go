@@ -1,0 +1,102 @@
+package opencode
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agenthost/agenthost/sdk/plugin"
+)
+
+// Version is the opencode-ai release this engine was built and tested
+// against; the Makefile installs exactly this one.
+const Version = "1.18.33"
+
+// DefaultBinary is where `make` installs the opencode binary, relative to
+// the host's working folder (the project root for `make run`).
+const DefaultBinary = "tools/opencode/bin/opencode"
+
+// Config is the plugin's config block.
+type Config struct {
+	// OpenCodePath is the opencode binary; relative paths are relative to
+	// the host's working folder.
+	OpenCodePath string `json:"opencode_path"`
+	// StartTimeoutS bounds one server start, to its first healthy answer.
+	StartTimeoutS int `json:"start_timeout_s"`
+	// CancelTimeoutS is how long an aborted session may take to go idle
+	// before the cancel counts as unconfirmed.
+	CancelTimeoutS int `json:"cancel_timeout_s"`
+	// StopGraceS is how long a server gets between SIGTERM and SIGKILL.
+	StopGraceS int `json:"stop_grace_s"`
+	// Permission is OpenCode's permission per tool (allow, ask, deny):
+	// ask pauses the run for the user.
+	Permission map[string]string `json:"permission"`
+	// FailOnUnrecoveredEdit fails a run whose edit failed with no later
+	// successful edit; unset, APPS_CODING_AGENT_OPENCODE_FAIL_ON_UNRECOVERED_APPLY_PATCH
+	// decides (default on).
+	FailOnUnrecoveredEdit *bool `json:"fail_on_unrecovered_edit"`
+}
+
+// DefaultPermission mirrors the host's own tool policy: edits allowed,
+// commands asked, the network denied.
+var DefaultPermission = map[string]string{"edit": "allow", "bash": "ask", "webfetch": "deny", "websearch": "deny", "external_directory": "deny"}
+
+func parseConfig(raw json.RawMessage) (Config, error) {
+	var c Config
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return c, plugin.Errorf(plugin.CodeInvalidArgument, "config", "opencode engine config: %v", err)
+		}
+	}
+	if c.OpenCodePath == "" {
+		c.OpenCodePath = DefaultBinary
+	}
+	abs, err := filepath.Abs(c.OpenCodePath)
+	if err != nil {
+		return c, plugin.Errorf(plugin.CodeInvalidArgument, "opencode_path", "%v", err)
+	}
+	c.OpenCodePath = abs
+	if c.StartTimeoutS <= 0 {
+		c.StartTimeoutS = 60
+	}
+	if c.CancelTimeoutS <= 0 {
+		c.CancelTimeoutS = 10
+	}
+	if c.StopGraceS <= 0 {
+		c.StopGraceS = 5
+	}
+	if c.Permission == nil {
+		c.Permission = DefaultPermission
+	}
+	for tool, p := range c.Permission {
+		if p != "allow" && p != "ask" && p != "deny" {
+			return c, plugin.Errorf(plugin.CodeInvalidArgument, "permission", "permission.%s = %q: want allow, ask or deny", tool, p)
+		}
+	}
+	if c.FailOnUnrecoveredEdit == nil {
+		on := os.Getenv("APPS_CODING_AGENT_OPENCODE_FAIL_ON_UNRECOVERED_APPLY_PATCH") != "0"
+		c.FailOnUnrecoveredEdit = &on
+	}
+	return c, nil
+}
+
+func (c Config) startTimeout() time.Duration  { return time.Duration(c.StartTimeoutS) * time.Second }
+func (c Config) cancelTimeout() time.Duration { return time.Duration(c.CancelTimeoutS) * time.Second }
+func (c Config) stopGrace() time.Duration     { return time.Duration(c.StopGraceS) * time.Second }
+
+// binaryProblem says why the configured binary cannot run, or "".
+func (c Config) binaryProblem() string {
+	st, err := os.Stat(c.OpenCodePath)
+	if err != nil {
+		return fmt.Sprintf("the opencode binary is missing at %s (run `make build`, which installs opencode-ai@%s into tools/opencode, or set opencode_path)", c.OpenCodePath, Version)
+	}
+	if st.IsDir() || st.Mode()&0o111 == 0 {
+		return fmt.Sprintf("%s is not an executable file", c.OpenCodePath)
+	}
+	return ""
+}
