@@ -401,3 +401,67 @@ func TestOpenCodeMissingBinary(t *testing.T) {
 		map[string]any{"engine": "opencode", "model_id": model, "prompt": "x"}, &errBody))
 	assert.Equal(t, "CODING_AGENT_ENGINE_UNAVAILABLE", errBody.Detail.Code)
 }
+
+// TestOpenCodeContractToolAndSeeding: the contract tool OpenCode calls is
+// served by the host's contract toolpack (one tool.started, one finish, from
+// the host), and a sandbox where the seeding cannot be written fails the
+// run's start with a clear code.
+func TestOpenCodeContractToolAndSeeding(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-contract", "")
+	srv.Script("oc-contract",
+		fakellm.Turn{Calls: []fakellm.Call{{ID: "call_c1", Name: "coding_agent_describe_selected_agent_contract", Args: []string{`{}`}}}},
+		fakellm.Turn{Text: []string{"No agent is selected."}},
+	)
+	app := e.createApp(e.tokenA)
+	run := e.ocRun(app, model, "", "what agent do I call?")
+	done := e.ocWait(app, run)
+	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app, run))
+	started := e.payloads(app, run, "tool.started")
+	require.Len(t, started, 1, "the bridged call is reported once, by the host")
+	assert.Contains(t, started[0], `"tool":"coding_agent_describe_selected_agent_contract"`)
+	finished := append(e.payloads(app, run, "tool.completed"), e.payloads(app, run, "tool.failed")...)
+	require.Len(t, finished, 1)
+	// The model got the toolpack's answer as the tool's result.
+	reqs := srv.RequestsFor("oc-contract")
+	assert.Contains(t, string(reqs[len(reqs)-1].Body), "readiness")
+
+	// A file named .opencode leaves no room for the custom tools.
+	var blocked struct{ ID string }
+	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps", map[string]any{"name": "blocked",
+		"files": map[string]string{"index.html": "<h1>hi</h1>\n", ".opencode": "not a folder\n"}}, &blocked))
+	run = e.ocRun(blocked.ID, model, "", "anything")
+	done = e.ocWait(blocked.ID, run)
+	require.Equal(t, "failed", done.Status)
+	assert.Equal(t, "OPENCODE_SEED_FAILED", done.ErrorCode)
+}
+
+// TestOpenCodeOnBwrapIsRefused: the bwrap sandbox runs no services, so a
+// run on it is refused up front with the seed's unsupported-runtime code.
+func TestOpenCodeOnBwrapIsRefused(t *testing.T) {
+	dir := testenv.PluginConfigDir(t, "contract")
+	testenv.BwrapSandboxConfig(t, dir, "local", "host")
+	// Never started: any executable will do as the binary.
+	fakeBin := filepath.Join(t.TempDir(), "opencode")
+	require.NoError(t, os.WriteFile(fakeBin, []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	hcl := fmt.Sprintf("plugin \"opencode\" {\n  kind    = \"engine\"\n  command = %q\n  config {\n    opencode_path = %q\n  }\n}\n", opencodeEngineBinary(t), fakeBin)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "opencode.hcl"), []byte(hcl), 0o644))
+	e := startEnvIn(t, "sqlite", dir)
+	var m struct{ ID string }
+	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
+		"name": "m", "provider": "openai", "provider_model": "m", "base_url": "http://127.0.0.1:9/v1", "scope": "global",
+		"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/m"}},
+	}, &m))
+	app := e.createApp(e.tokenA)
+	var errBody struct {
+		Detail struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"detail"`
+	}
+	require.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs",
+		map[string]any{"engine": "opencode", "model_id": m.ID, "prompt": "x"}, &errBody))
+	assert.Equal(t, "CODING_AGENT_ENGINE_UNSUPPORTED_RUNTIME", errBody.Detail.Code)
+	assert.Contains(t, errBody.Detail.Message, "services")
+}

@@ -53,7 +53,9 @@ type mapper struct {
 	idle      bool
 	sessErr   *sessionError
 	editFails []editFailure
-	textByID  map[string]string
+	// textByID is each text part's text so far (a builder: a long answer
+	// arrives as thousands of deltas).
+	textByID map[string]*strings.Builder
 }
 
 type sessionError struct {
@@ -75,7 +77,7 @@ func newMapper(session string, hostTools map[string]bool) *mapper {
 		session: session, hostTools: hostTools,
 		roles: map[string]string{}, parts: map[string]string{}, pending: map[string][]string{},
 		emitted: map[string]int{}, tools: map[string]string{}, callIDs: map[string]string{},
-		usedCall: map[string]bool{}, textByID: map[string]string{}, held: map[string][]part{},
+		usedCall: map[string]bool{}, textByID: map[string]*strings.Builder{}, held: map[string][]part{},
 	}
 }
 
@@ -245,7 +247,7 @@ func (m *mapper) onDelta(partID, delta string) []engine.Event {
 	switch m.parts[partID] {
 	case "text":
 		m.emitted[partID] += len(delta)
-		m.textByID[partID] += delta
+		m.text(partID).WriteString(delta)
 		return []engine.Event{engine.Delta(delta)}
 	case "reasoning":
 		return []engine.Event{{Kind: engine.KindReasoning, Text: delta}}
@@ -276,10 +278,10 @@ func (m *mapper) onPart(p part) []engine.Event {
 		}
 		// A text part that arrives whole (or longer than its deltas):
 		// emit what the deltas did not carry.
-		if done := m.emitted[p.ID]; len(p.Text) > done && strings.HasPrefix(p.Text, m.textByID[p.ID]) {
+		if done := m.emitted[p.ID]; len(p.Text) > done && strings.HasPrefix(p.Text, m.text(p.ID).String()) {
 			rest := p.Text[done:]
 			m.emitted[p.ID] = len(p.Text)
-			m.textByID[p.ID] = p.Text
+			m.text(p.ID).WriteString(rest)
 			out = append(out, engine.Delta(rest))
 		}
 	case "tool":
@@ -356,11 +358,20 @@ func (m *mapper) recovered(tool, file string) {
 	m.editFails = kept
 }
 
+func (m *mapper) text(partID string) *strings.Builder {
+	b := m.textByID[partID]
+	if b == nil {
+		b = &strings.Builder{}
+		m.textByID[partID] = b
+	}
+	return b
+}
+
 // output is the assistant text of the run, in part order.
 func (m *mapper) output() string {
 	var b strings.Builder
 	for _, id := range m.texts {
-		b.WriteString(m.textByID[id])
+		b.WriteString(m.text(id).String())
 	}
 	return b.String()
 }
