@@ -177,6 +177,18 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 					return engine.Result{}, err
 				}
 			}
+		case "report":
+			// A tool the engine ran itself, as an agent server reports it.
+			ev := engine.ToolStarted(o.text, o.tool, o.json)
+			switch o.code {
+			case "completed":
+				ev = engine.ToolCompleted(o.text, o.tool, o.json)
+			case "failed":
+				ev = engine.ToolFailed(o.text, o.tool, "MOCK_TOOL_FAILED", "reported failed", nil)
+			}
+			if err := host.Emit(ev); err != nil {
+				return engine.Result{}, err
+			}
 		case "status":
 			if err := host.Emit(engine.Status(o.code, o.text)); err != nil {
 				return engine.Result{}, err

@@ -23,7 +23,7 @@ type op struct {
 
 var commands = map[string]bool{
 	"say": true, "deltas": true, "stamps": true, "history": true, "tool": true, "tools": true, "sleep": true, "hang": true,
-	"fail": true, "ask": true, "status": true, "checkpoint": true, "crash": true,
+	"fail": true, "ask": true, "status": true, "checkpoint": true, "crash": true, "report": true,
 }
 
 // parse turns a prompt into a script. ok is false when the prompt is not a
@@ -101,6 +101,20 @@ func parse(prompt string) (ops []op, ok bool, err error) {
 				return bad("want an action")
 			}
 			o.code, o.text = action, strings.TrimSpace(title)
+		case "report":
+			// report started|completed|failed CALL_ID TOOL [JSON]
+			f := strings.Fields(rest)
+			if len(f) < 3 || (f[0] != "started" && f[0] != "completed" && f[0] != "failed") {
+				return bad("want started|completed|failed, a call id and a tool")
+			}
+			input := "{}"
+			if len(f) > 3 {
+				input = strings.Join(f[3:], " ")
+			}
+			if !json.Valid([]byte(input)) {
+				return bad("input is not JSON: %s", input)
+			}
+			o.code, o.text, o.tool, o.json = f[0], f[1], f[2], json.RawMessage(input)
 		case "checkpoint", "crash", "history":
 		default:
 			return bad("unknown command")
