@@ -178,6 +178,16 @@ func TestOpenCodeWriteRunAndChatReuse(t *testing.T) {
 	}
 	r := e.nativeRun(app, first)
 	assert.Equal(t, int64(220), r.Context.Usage.InputTokens, "usage from OpenCode's step-finish parts")
+	var timed struct {
+		Context struct {
+			Timings map[string]int64 `json:"timing_metrics_ms"`
+		} `json:"context"`
+	}
+	require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+first, nil, &timed))
+	for _, k := range []string{"sandbox_start", "engine_start", "first_token"} {
+		assert.Contains(t, timed.Context.Timings, k, "timing %s is recorded", k)
+	}
+	t.Logf("first run timings (ms): %v", timed.Context.Timings)
 
 	// The second run of the chat: same server, same OpenCode session.
 	chat := e.chatOf(app, first)
