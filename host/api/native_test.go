@@ -25,21 +25,20 @@ const (
 	nativeKey    = "sk-api-test"
 )
 
-var (
-	nativeOnce sync.Once
-	nativeBin  string
-	nativeErr  error
-)
+// builtPlugins are plugin binaries outside the default set, built once
+// per package run by pluginBinary.
+var builtPlugins sync.Map // name → func() (string, error)
 
-// nativeBinary builds the native engine plugin once for the package.
-func nativeBinary(t testing.TB) string {
-	nativeOnce.Do(func() {
-		var dir string
-		dir, nativeErr = testenv.BuildBinaries("cmd/agenthost-engine-native")
-		nativeBin = filepath.Join(dir, "agenthost-engine-native")
-	})
-	require.NoError(t, nativeErr)
-	return nativeBin
+// pluginBinary builds cmd/<name> once for the package and returns its path.
+func pluginBinary(t testing.TB, name string) string {
+	t.Helper()
+	build, _ := builtPlugins.LoadOrStore(name, sync.OnceValues(func() (string, error) {
+		dir, err := testenv.BuildBinaries("cmd/" + name)
+		return filepath.Join(dir, name), err
+	}))
+	bin, err := build.(func() (string, error))()
+	require.NoError(t, err)
+	return bin
 }
 
 // startNativeEnv starts a host with the native engine (talking to srv),
@@ -58,7 +57,7 @@ func startNativeEnv(t testing.TB, dialect string, srv *fakellm.Server, names map
     retry_cap_ms  = 5
   }
 }
-`, nativeBinary(t), nativeKeyEnv)
+`, pluginBinary(t, "agenthost-engine-native"), nativeKeyEnv)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "native.hcl"), []byte(hcl), 0o644))
 	e := startEnvIn(t, dialect, dir)
 	ids := map[string]string{}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,22 +19,6 @@ import (
 // These tests drive the real opencode binary (make tools installs it) as
 // the OpenCode engine runs it: a sandbox service of the local sandbox,
 // talking to a scripted fake OpenAI-compatible model server.
-
-var (
-	opencodeOnce sync.Once
-	opencodeBin  string
-	opencodeErr  error
-)
-
-func opencodeEngineBinary(t testing.TB) string {
-	opencodeOnce.Do(func() {
-		var dir string
-		dir, opencodeErr = testenv.BuildBinaries("cmd/agenthost-engine-opencode")
-		opencodeBin = filepath.Join(dir, "agenthost-engine-opencode")
-	})
-	require.NoError(t, opencodeErr)
-	return opencodeBin
-}
 
 const opencodeKeyEnv = "AGENTHOST_API_TEST_OPENCODE_KEY"
 
@@ -61,16 +44,22 @@ func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath str
     cancel_timeout_s = 15
   }
 }
-`, opencodeEngineBinary(t), opencodeKeyEnv, opencodePath)
+`, pluginBinary(t, "agenthost-engine-opencode"), opencodeKeyEnv, opencodePath)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "opencode.hcl"), []byte(hcl), 0o644))
 	e := startEnvIn(t, "sqlite", dir)
+	return e, e.ocModel(srv, model)
+}
+
+// ocModel makes a global model at srv bound for OpenCode as fake/<name>.
+func (e *env) ocModel(srv *fakellm.Server, name string) string {
+	e.t.Helper()
 	var m struct{ ID string }
-	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
-		"name": model, "provider": "openai", "provider_model": model, "base_url": srv.BaseURL(),
+	require.Equal(e.t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
+		"name": name, "provider": "openai", "provider_model": name, "base_url": srv.BaseURL(),
 		"api_key_env": opencodeKeyEnv, "scope": "global",
-		"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/" + model}},
+		"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/" + name}},
 	}, &m))
-	return e, m.ID
+	return m.ID
 }
 
 // ocRun starts an OpenCode run (in chat when not empty) and returns its id.
@@ -255,12 +244,7 @@ func TestOpenCodeAbort(t *testing.T) {
 	srv.Script("oc-abort-cmd",
 		fakellm.Turn{Calls: []fakellm.Call{bashCall("call_s1", "echo started; sleep 60")}},
 		fakellm.Turn{Text: []string{"not reached"}})
-	var m struct{ ID string }
-	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
-		"name": "oc-abort-cmd", "provider": "openai", "provider_model": "oc-abort-cmd", "base_url": srv.BaseURL(),
-		"api_key_env": opencodeKeyEnv, "scope": "global",
-		"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/oc-abort-cmd"}},
-	}, &m))
+	cmdModel := e.ocModel(srv, "oc-abort-cmd")
 
 	app := e.createApp(e.tokenA)
 	run := e.ocRun(app, model, "", "think")
@@ -270,7 +254,7 @@ func TestOpenCodeAbort(t *testing.T) {
 	assert.Equal(t, "cancelled", done.Status, "%+v %v", done, e.eventTypes(app, run))
 
 	app2 := e.createApp(e.tokenA)
-	run = e.ocRun(app2, m.ID, "", "run a long command")
+	run = e.ocRun(app2, cmdModel, "", "run a long command")
 	e.waitEvent(app2, run, "permission.requested", 1)
 	e.decide(app2, run, "allow")
 	e.waitEvent(app2, run, "tool.started", 1)
@@ -323,14 +307,9 @@ func TestOpenCodeEditFailureRule(t *testing.T) {
 		fakellm.Turn{Calls: []fakellm.Call{writeCall("call_e2", "index.html", "<h1>rewritten</h1>\n")}},
 		fakellm.Turn{Text: []string{"Recovered."}},
 	)
-	var m struct{ ID string }
-	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
-		"name": "oc-edit-ok", "provider": "openai", "provider_model": "oc-edit-ok", "base_url": srv.BaseURL(),
-		"api_key_env": opencodeKeyEnv, "scope": "global",
-		"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/oc-edit-ok"}},
-	}, &m))
+	okModel := e.ocModel(srv, "oc-edit-ok")
 	app2 := e.createApp(e.tokenA)
-	run = e.ocRun(app2, m.ID, "", "edit it")
+	run = e.ocRun(app2, okModel, "", "edit it")
 	done = e.ocWait(app2, run)
 	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app2, run))
 	d := e.runDetail(app2, run)
@@ -459,7 +438,7 @@ func TestOpenCodeOnBwrapIsRefused(t *testing.T) {
 	// Never started: any executable will do as the binary.
 	fakeBin := filepath.Join(t.TempDir(), "opencode")
 	require.NoError(t, os.WriteFile(fakeBin, []byte("#!/bin/sh\nexit 1\n"), 0o755))
-	hcl := fmt.Sprintf("plugin \"opencode\" {\n  kind    = \"engine\"\n  command = %q\n  config {\n    opencode_path = %q\n  }\n}\n", opencodeEngineBinary(t), fakeBin)
+	hcl := fmt.Sprintf("plugin \"opencode\" {\n  kind    = \"engine\"\n  command = %q\n  config {\n    opencode_path = %q\n  }\n}\n", pluginBinary(t, "agenthost-engine-opencode"), fakeBin)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "opencode.hcl"), []byte(hcl), 0o644))
 	e := startEnvIn(t, "sqlite", dir)
 	var m struct{ ID string }

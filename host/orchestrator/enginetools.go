@@ -26,11 +26,11 @@ func (o *Orchestrator) onEngineTool(ctx context.Context, ar *activeRun, ev engin
 	}
 	ar.mu.Lock()
 	state := ar.engineCalls[ev.CallID]
-	if ev.Kind == engine.KindToolStarted && state == 0 || ev.Kind == engine.KindToolFinished && state != engineCallDone {
+	switch {
+	case ev.Kind == engine.KindToolFinished:
+		ar.engineCalls[ev.CallID] = engineCallDone
+	case state == 0:
 		ar.engineCalls[ev.CallID] = engineCallStarted
-		if ev.Kind == engine.KindToolFinished {
-			ar.engineCalls[ev.CallID] = engineCallDone
-		}
 	}
 	// The server's tools may have changed files.
 	ar.filesDirty = true

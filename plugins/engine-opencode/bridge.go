@@ -52,7 +52,7 @@ func (b *bridge) env() []string {
 	return []string{"AGENTHOST_TOOL_URL=" + b.url, "AGENTHOST_TOOL_TOKEN=" + b.token}
 }
 
-func (b *bridge) attach(session string, ctx context.Context, host engine.Host) func() {
+func (b *bridge) attach(ctx context.Context, session string, host engine.Host) func() {
 	b.mu.Lock()
 	b.runs[session] = bridgeRun{ctx: ctx, host: host}
 	b.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,8 +32,8 @@ type Config struct {
 	CancelTimeoutS int `json:"cancel_timeout_s"`
 	// StopGraceS is how long a server gets between SIGTERM and SIGKILL.
 	StopGraceS int `json:"stop_grace_s"`
-	// Permission is OpenCode's permission per tool (allow, ask, deny):
-	// ask pauses the run for the user.
+	// Permission is OpenCode's permission per tool (allow, ask, deny),
+	// over DefaultPermission: ask pauses the run for the user.
 	Permission map[string]string `json:"permission"`
 	// FailOnUnrecoveredEdit fails a run whose edit failed with no later
 	// successful edit; unset, APPS_CODING_AGENT_OPENCODE_FAIL_ON_UNRECOVERED_APPLY_PATCH
@@ -70,9 +71,11 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 	if c.StopGraceS <= 0 {
 		c.StopGraceS = 5
 	}
-	if c.Permission == nil {
-		c.Permission = DefaultPermission
-	}
+	// The config overrides the defaults tool by tool: naming bash alone
+	// must not drop the network denials.
+	perm := maps.Clone(DefaultPermission)
+	maps.Copy(perm, c.Permission)
+	c.Permission = perm
 	for tool, p := range c.Permission {
 		if p != "allow" && p != "ask" && p != "deny" {
 			return c, plugin.Errorf(plugin.CodeInvalidArgument, "permission", "permission.%s = %q: want allow, ask or deny", tool, p)

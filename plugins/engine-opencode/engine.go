@@ -112,8 +112,8 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 		return engine.Failed(CodeEngineUnavailable, p), nil
 	}
 	ws := host.Workspace()
-	svc, ok := ws.(workspace.Services)
-	if ws == nil || !ok {
+	svc, ok := ws.(workspace.Services) // false for a nil workspace too
+	if !ok {
 		return engine.Failed(CodeUnsupportedSandbox, "the run has no sandbox that can run opencode"), nil
 	}
 	providerID, modelID, provider, err := modelConfig(req.Model)
@@ -183,7 +183,7 @@ func (r *run) do(ctx context.Context) (engine.Result, error) {
 		return r.apiFailure(ctx, "subscribe to events", err), nil
 	}
 	r.m = newMapper(r.session, r.bridged)
-	defer r.e.bridge.attach(r.session, ctx, r.host)()
+	defer r.e.bridge.attach(ctx, r.session, r.host)()
 
 	system, history := renderHistory(r.req.History)
 	text := r.req.Prompt

@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -177,7 +178,7 @@ func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
 			m.busy = true
 		case "retry":
 			// OpenCode retries 5xx forever; say so rather than look hung.
-			return []engine.Event{engine.Status("model_retry", "the model provider failed; OpenCode retries (attempt "+itoa(p.Status.Attempt)+"): "+p.Status.Message)}, nil
+			return []engine.Event{engine.Status("model_retry", fmt.Sprintf("the model provider failed; OpenCode retries (attempt %d): %s", p.Status.Attempt, p.Status.Message))}, nil
 		}
 	case "session.idle":
 		if m.ours(ev.Properties) && m.busy {
@@ -405,9 +406,4 @@ func capText(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "\n[output truncated by agenthost]"
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

@@ -210,6 +210,10 @@ func TestParseConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, *c.FailOnUnrecoveredEdit)
 	assert.Equal(t, "ask", c.Permission["bash"])
+	c, err = parseConfig(json.RawMessage(`{"permission":{"bash":"allow"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "allow", c.Permission["bash"])
+	assert.Equal(t, "deny", c.Permission["webfetch"], "naming one tool keeps the other defaults")
 }
 
 func TestModelConfig(t *testing.T) {

@@ -216,11 +216,12 @@ func tailText(b []byte) string {
 	return s
 }
 
-// errCode names a failed start for the run's result.
+// startFailure is the run's result for a server that would not start:
+// the exit status and output tail in diagnostics when it ran at all.
 func startFailure(err error) engine.Result {
 	res := engine.Failed(CodeStartFailed, err.Error())
 	var se *startError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) && !se.info.StartedAt.IsZero() {
 		res.Diagnostics, _ = json.Marshal(map[string]any{"exit_code": se.info.ExitCode, "signal": se.info.Signal, "output_tail": tailText(se.info.OutputTail)})
 	}
 	if plugin.HasCode(err, plugin.CodeUnsupported) {

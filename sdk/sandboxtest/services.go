@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func (k *kit) testServices(t *testing.T) {
 	id, ws := k.create(t, fileSet())
 	svc, ok := ws.(workspace.Services)
 	require.True(t, ok, "the sdk's workspace client forwards services")
-	if !contains(plugin.Features(info.Capabilities[plugin.CapabilityProvides]), plugin.FeatureServices) {
+	if !slices.Contains(plugin.Features(info.Capabilities[plugin.CapabilityProvides]), plugin.FeatureServices) {
 		_, err := svc.StartService(ctx, workspace.ServiceSpec{Name: "x", Argv: []string{"true"}})
 		code(t, err, plugin.CodeUnsupported, "a backend without services says so")
 		return
@@ -104,13 +105,4 @@ func (k *kit) testServices(t *testing.T) {
 	k.assertGone(t, pid3, "a service survived its sandbox's stop")
 	_, err = svc.ServiceStatus(ctx, "left")
 	code(t, err, plugin.CodeNotFound, "services of a stopped sandbox")
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

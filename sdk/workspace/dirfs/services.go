@@ -58,11 +58,10 @@ type Services struct {
 }
 
 type service struct {
-	info  workspace.ServiceInfo
-	pgid  int
-	tail  *tailBuffer
-	done  chan struct{}
-	state string
+	info workspace.ServiceInfo
+	pgid int
+	tail *tailBuffer
+	done chan struct{}
 }
 
 // NewServices returns the services of the workspace rooted at root; each
@@ -148,7 +147,7 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 	}
 	pid := c.Process.Pid
 	_ = unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: s.fileSize, Max: s.fileSize}, nil)
-	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), state: state, info: workspace.ServiceInfo{
+	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), info: workspace.ServiceInfo{
 		Name: spec.Name, Running: true, Port: port, StartedAt: time.Now(),
 	}}
 	if port != 0 {
