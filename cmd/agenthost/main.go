@@ -198,14 +198,17 @@ func migrateCmd(cfg config.Host, what string) error {
 	return nil
 }
 
-var knownScopes = map[string]bool{"apps.read": true, "apps.write": true, "admin": true}
+// knownScopes are the scopes a token can be given. platform.admin (global
+// models and the global default) is the operator's: only this command,
+// run on the host, grants it.
+var knownScopes = map[string]bool{"apps.read": true, "apps.write": true, "admin": true, store.ScopePlatformAdmin: true}
 
 // tokensCreate makes a token for a user of a tenant (both created when
 // missing) and prints the secret, which is stored only as a hash.
 func tokensCreate(cfg config.Host, args []string) error {
 	fs := flag.NewFlagSet("tokens create", flag.ContinueOnError)
 	tenant := fs.String("tenant", "", "tenant id (created when missing)")
-	scopes := fs.String("scopes", "apps.read,apps.write", "comma-separated: apps.read, apps.write, admin")
+	scopes := fs.String("scopes", "apps.read,apps.write", "comma-separated: apps.read, apps.write, admin (the tenant's), platform.admin (the operator's: global models)")
 	email := fs.String("email", "", "the token's user (default: cli@<tenant>)")
 	name := fs.String("name", "cli", "a label for the token")
 	if err := fs.Parse(args); err != nil {
@@ -218,7 +221,7 @@ func tokensCreate(cfg config.Host, args []string) error {
 	for _, sc := range strings.Split(*scopes, ",") {
 		sc = strings.TrimSpace(sc)
 		if !knownScopes[sc] {
-			return fmt.Errorf("tokens create: unknown scope %q (want apps.read, apps.write or admin)", sc)
+			return fmt.Errorf("tokens create: unknown scope %q (want apps.read, apps.write, admin or platform.admin)", sc)
 		}
 		list = append(list, sc)
 	}

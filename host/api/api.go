@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/endpoints"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/store"
@@ -48,6 +49,9 @@ type Deps struct {
 	Heartbeat time.Duration
 	// Metrics, when set, is served at /metrics (Prometheus).
 	Metrics http.Handler
+	// Endpoints is the operator's key-to-endpoint policy for models; nil
+	// means the implicit bindings only.
+	Endpoints *endpoints.Policy
 }
 
 // Server is the HTTP API.
@@ -65,6 +69,9 @@ func New(d Deps) http.Handler {
 	}
 	if d.Heartbeat == 0 {
 		d.Heartbeat = 15 * time.Second
+	}
+	if d.Endpoints == nil {
+		d.Endpoints, _ = endpoints.New(nil) // the implicit bindings always parse
 	}
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{deps: d, log: d.Logger.Named("api")}

@@ -14,6 +14,8 @@ const (
 	ScopeRead  = "apps.read"
 	ScopeWrite = "apps.write"
 	ScopeAdmin = "admin"
+	// ScopePlatformAdmin is the operator's: global models and defaults.
+	ScopePlatformAdmin = store.ScopePlatformAdmin
 )
 
 const principalKey = "principal"

@@ -40,6 +40,7 @@ var statusOf = map[string]int{
 	CodeUnauthenticated:               http.StatusUnauthorized,
 	CodeForbidden:                     http.StatusForbidden,
 	CodeTooLarge:                      http.StatusRequestEntityTooLarge,
+	CodeModelEndpointNotAllowed:       http.StatusBadRequest,
 }
 
 // errorBody is the error envelope every failure answers with.

@@ -59,6 +59,11 @@ func startEnvWith(t testing.TB, dialect string, plugins ...string) *env {
 func startEnvIn(t testing.TB, dialect, configDir string) *env {
 	dataDir := t.TempDir()
 	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: configDir, DatabaseURL: filepath.Join(dataDir, "a.db")}
+	// Key-to-endpoint bindings come from the environment, as config.Load
+	// reads them (tests bind their fake providers' keys this way).
+	providers, err := config.ParseKeyEndpoints(os.Getenv(config.KeyEndpointsEnv))
+	require.NoError(t, err)
+	cfg.Providers = providers
 	if dialect == "postgres" {
 		cfg.DatabaseURL = testenv.PostgresURL(t)
 	}

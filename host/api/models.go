@@ -2,10 +2,13 @@ package api
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/endpoints"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/engine"
@@ -22,6 +25,9 @@ type modelJSON struct {
 	Scope     string `json:"scope"`
 	Active    bool   `json:"active"`
 	IsDefault bool   `json:"is_default"`
+	// EndpointHost is where the model's requests (and so the tenant's
+	// prompts) go: host[:port] of its base URL or its provider's default.
+	EndpointHost string `json:"endpoint_host"`
 }
 
 func modelOut(m store.Model, defaultID string) modelJSON {
@@ -29,7 +35,22 @@ func modelOut(m store.Model, defaultID string) modelJSON {
 	if m.TenantID != "" {
 		scope = "tenant"
 	}
-	return modelJSON{ID: m.ID, Name: m.Name, Kind: m.Kind, Provider: m.Provider, ProviderModel: m.ProviderModel, Scope: scope, Active: m.Active, IsDefault: m.ID == defaultID}
+	return modelJSON{ID: m.ID, Name: m.Name, Kind: m.Kind, Provider: m.Provider, ProviderModel: m.ProviderModel, Scope: scope,
+		Active: m.Active, IsDefault: m.ID == defaultID, EndpointHost: endpoints.Host(m.Provider, m.BaseURL)}
+}
+
+// CodeModelEndpointNotAllowed refuses a model whose key would be sent, or
+// whose requests would go, where the operator did not allow.
+const CodeModelEndpointNotAllowed = "MODEL_ENDPOINT_NOT_ALLOWED"
+
+// checkEndpoint applies the operator's key-to-endpoint policy to a model.
+func (s *Server) checkEndpoint(provider, baseURL, keyEnv string, platform bool) error {
+	err := s.deps.Endpoints.Check(provider, baseURL, keyEnv, platform)
+	var r *endpoints.Refusal
+	if errors.As(err, &r) {
+		return core.Errf(CodeModelEndpointNotAllowed, r.Field, "%s", r.Message)
+	}
+	return err
 }
 
 // listModels answers GET /models: the active chat models the tenant can see.
@@ -87,13 +108,22 @@ func (s *Server) createModel(c *gin.Context) {
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "api_key_env", "api_key_env is the name of an environment variable, not its value"))
 		return
 	}
-	tenant := principal(c).TenantID
+	p := principal(c)
+	tenant := p.TenantID
 	switch req.Scope {
 	case "", "tenant":
 	case "global":
+		if !p.Has(ScopePlatformAdmin) {
+			_ = c.Error(core.Errf(CodeForbidden, "scope", "global models are the operator's: this needs the %s scope", ScopePlatformAdmin))
+			return
+		}
 		tenant = ""
 	default:
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "scope", `scope must be "tenant" or "global"`))
+		return
+	}
+	if err := s.checkEndpoint(req.Provider, req.BaseURL, req.APIKeyEnv, p.Has(ScopePlatformAdmin)); err != nil {
+		_ = c.Error(err)
 		return
 	}
 	m := store.Model{ID: orchestrator.NewID("mdl"), TenantID: tenant, Name: req.Name, Kind: "chat", Provider: req.Provider,
@@ -102,6 +132,14 @@ func (s *Server) createModel(c *gin.Context) {
 	for _, b := range req.Bindings {
 		if b.Engine == "" || b.EngineModelID == "" {
 			_ = c.Error(core.Errf(core.CodeInvalidRequest, "bindings", "each binding needs engine and engine_model_id"))
+			return
+		}
+		// Without a base_url OpenCode sends the key to the built-in
+		// provider its model id names: that must be the model's own
+		// provider, whose endpoint the policy checked.
+		if b.Engine == "opencode" && req.BaseURL == "" && req.APIKeyEnv != "" &&
+			!strings.EqualFold(strings.SplitN(b.EngineModelID, "/", 2)[0], req.Provider) {
+			_ = c.Error(core.Errf(CodeModelEndpointNotAllowed, "bindings", "an opencode binding without base_url must name the model's provider (%s/…), or the key in %s would go to another provider", req.Provider, req.APIKeyEnv))
 			return
 		}
 		bindings = append(bindings, store.Binding{TenantID: tenant, Engine: b.Engine, EngineModelID: b.EngineModelID})
@@ -137,6 +175,10 @@ func (s *Server) setDefaultModel(c *gin.Context) {
 	switch req.Scope {
 	case "", "tenant":
 	case "global":
+		if !principal(c).Has(ScopePlatformAdmin) {
+			_ = c.Error(core.Errf(CodeForbidden, "scope", "the global default is the operator's: this needs the %s scope", ScopePlatformAdmin))
+			return
+		}
 		if m.TenantID != "" {
 			_ = c.Error(core.Errf(core.CodeInvalidRequest, "model_id", "a tenant's model cannot be the global default"))
 			return
@@ -187,6 +229,13 @@ func (s *Server) pinModel(ctx context.Context, tenant, requested, engineName str
 	}
 	if err != nil || m.ID == "" {
 		return engine.Model{}, err
+	}
+	// Checked again at every run: a binding the operator removed stops
+	// working at once, and models stored before this policy existed are
+	// held to it too. A global model may be keyless anywhere (the
+	// operator made it); a tenant's only where the operator allows.
+	if err := s.checkEndpoint(m.Provider, m.BaseURL, m.APIKeyEnv, m.TenantID == ""); err != nil {
+		return engine.Model{}, fmt.Errorf("model %s: %w", m.ID, err)
 	}
 	engineID, err := s.deps.Store.EngineModelID(ctx, m.ID, tenant, engineName)
 	if err != nil {

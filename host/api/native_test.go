@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/plugins/engine-native/fakellm"
 	"github.com/stretchr/testify/assert"
@@ -46,6 +47,7 @@ func pluginBinary(t testing.TB, name string) string {
 // provider; it returns the env and the model ids by provider.
 func startNativeEnv(t testing.TB, dialect string, srv *fakellm.Server, names map[string]string) (*env, map[string]string) {
 	t.Setenv(nativeKeyEnv, nativeKey)
+	t.Setenv(config.KeyEndpointsEnv, nativeKeyEnv+"="+srv.BaseURL())
 	t.Setenv("APPS_CODING_AGENT_NATIVE_ENABLED", "1")
 	dir := testenv.PluginConfigDir(t, "local", "patch")
 	hcl := fmt.Sprintf(`plugin "native" {

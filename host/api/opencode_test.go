@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/plugins/engine-native/fakellm"
 	"github.com/stretchr/testify/assert"
@@ -34,6 +35,7 @@ func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath str
 		opencodePath = testenv.OpenCodeBinary(t)
 	}
 	t.Setenv(opencodeKeyEnv, "sk-opencode-test")
+	t.Setenv(config.KeyEndpointsEnv, opencodeKeyEnv+"="+srv.BaseURL())
 	dir := testenv.PluginConfigDir(t, "local", "contract")
 	hcl := fmt.Sprintf(`plugin "opencode" {
   kind    = "engine"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2/hclsimple"
 )
@@ -37,6 +38,46 @@ type Host struct {
 	// default 900).
 	SandboxReuse *bool `hcl:"sandbox_reuse,optional"`
 	SandboxTTLS  int   `hcl:"sandbox_ttl_s,optional"`
+	// Providers bind each provider key variable of the host's environment
+	// to the base URLs it may be sent to (`provider "name" { api_key_env,
+	// base_urls }` blocks, plus AGENTHOST_KEY_ENDPOINTS). A model whose
+	// key and endpoint are not bound is refused.
+	Providers []Provider `hcl:"provider,block"`
+}
+
+// Provider is one `provider` block: where the key in KeyEnv may go. A
+// block without api_key_env lists keyless endpoints tenants may use.
+type Provider struct {
+	Name     string   `hcl:"name,label"`
+	KeyEnv   string   `hcl:"api_key_env,optional"`
+	BaseURLs []string `hcl:"base_urls"`
+}
+
+// KeyEndpointsEnv adds provider bindings from the environment:
+// "VAR=url[,url…][;VAR=url…]" (VAR empty for keyless endpoints).
+const KeyEndpointsEnv = "AGENTHOST_KEY_ENDPOINTS"
+
+// ParseKeyEndpoints reads the KeyEndpointsEnv format.
+func ParseKeyEndpoints(v string) ([]Provider, error) {
+	var out []Provider
+	for _, entry := range strings.Split(v, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		key, urls, ok := strings.Cut(entry, "=")
+		if !ok || strings.TrimSpace(urls) == "" {
+			return nil, fmt.Errorf("%s: %q is not VAR=url[,url…]", KeyEndpointsEnv, entry)
+		}
+		p := Provider{Name: KeyEndpointsEnv, KeyEnv: strings.TrimSpace(key)}
+		for _, u := range strings.Split(urls, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				p.BaseURLs = append(p.BaseURLs, u)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // Load reads file (when not empty), applies the environment and defaults,
@@ -89,6 +130,13 @@ func Load(file string) (Host, error) {
 	if h.SandboxReuse == nil {
 		on := true
 		h.SandboxReuse = &on
+	}
+	if v := os.Getenv(KeyEndpointsEnv); v != "" {
+		extra, err := ParseKeyEndpoints(v)
+		if err != nil {
+			return Host{}, err
+		}
+		h.Providers = append(h.Providers, extra...)
 	}
 	if v := os.Getenv("APPS_CODING_AGENT_SANDBOX_TTL_S"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -32,3 +32,32 @@ func TestToolTimeout(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// TestProviderBindings: provider blocks in the file and bindings from
+// AGENTHOST_KEY_ENDPOINTS both reach the config; a malformed entry fails.
+func TestProviderBindings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "host.hcl")
+	require.NoError(t, os.WriteFile(file, []byte(`provider "openai" {
+  api_key_env = "OPENAI_API_KEY"
+  base_urls   = ["https://api.openai.com/v1", "https://gw.example/v1"]
+}
+provider "ollama" {
+  base_urls = ["http://127.0.0.1:11434/v1"]
+}
+`), 0o644))
+	t.Setenv(KeyEndpointsEnv, "GW_KEY=https://a.example/v1, https://b.example/v1;=http://127.0.0.1:8000/v1")
+	h, err := Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, []Provider{
+		{Name: "openai", KeyEnv: "OPENAI_API_KEY", BaseURLs: []string{"https://api.openai.com/v1", "https://gw.example/v1"}},
+		{Name: "ollama", BaseURLs: []string{"http://127.0.0.1:11434/v1"}},
+		{Name: KeyEndpointsEnv, KeyEnv: "GW_KEY", BaseURLs: []string{"https://a.example/v1", "https://b.example/v1"}},
+		{Name: KeyEndpointsEnv, BaseURLs: []string{"http://127.0.0.1:8000/v1"}},
+	}, h.Providers)
+
+	for _, bad := range []string{"GW_KEY", "GW_KEY="} {
+		t.Setenv(KeyEndpointsEnv, bad)
+		_, err = Load("")
+		assert.Error(t, err, bad)
+	}
+}

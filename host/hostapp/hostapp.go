@@ -16,6 +16,7 @@ import (
 	"github.com/agenthost/agenthost/host/api"
 	"github.com/agenthost/agenthost/host/apply"
 	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/endpoints"
 	"github.com/agenthost/agenthost/host/metrics"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -39,6 +40,10 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, err
 	}
+	policy, err := endpointPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
@@ -47,7 +52,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		st.Close()
 		return nil, err
 	}
-	if err := SeedModelsFromEnv(ctx, st, log); err != nil {
+	if err := SeedModelsFromEnv(ctx, st, policy, log); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("seed models: %w", err)
 	}
@@ -80,8 +85,23 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	handler := api.New(api.Deps{
 		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log, Metrics: met.Handler(),
 		DefaultEngine: envOr("APPS_CODING_AGENT_DEFAULT_ENGINE", "mock"), DefaultSandbox: envOr("AGENTHOST_DEFAULT_SANDBOX", "local"),
+		Endpoints: policy,
 	})
 	return &Host{Store: st, Plugins: mgr, Orch: orch, Handler: handler, log: log}, nil
+}
+
+// endpointPolicy builds the key-to-endpoint policy from the config's
+// provider blocks.
+func endpointPolicy(cfg config.Host) (*endpoints.Policy, error) {
+	bindings := make([]endpoints.Binding, len(cfg.Providers))
+	for i, p := range cfg.Providers {
+		bindings[i] = endpoints.Binding{Name: p.Name, KeyEnv: p.KeyEnv, BaseURLs: p.BaseURLs}
+	}
+	policy, err := endpoints.New(bindings)
+	if err != nil {
+		return nil, fmt.Errorf("host config: %w", err)
+	}
+	return policy, nil
 }
 
 func envOr(k, def string) string {
@@ -150,7 +170,7 @@ func ensureBootstrapToken(ctx context.Context, st *store.Store, secret string) e
 	if err != nil {
 		return err
 	}
-	_, err = st.CreateToken(ctx, DefaultTenant, user, "bootstrap", secret, []string{"admin", "apps.read", "apps.write"})
+	_, err = st.CreateToken(ctx, DefaultTenant, user, "bootstrap", secret, []string{"admin", "apps.read", "apps.write", store.ScopePlatformAdmin})
 	return err
 }
 

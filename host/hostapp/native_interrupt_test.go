@@ -177,7 +177,8 @@ func interruptAndResume(t *testing.T, dialect string, stop func(*hostProc)) {
 `), 0o644))
 			env := []string{"AGENTHOST_DATA_DIR=" + dataDir, "DATABASE_URL=" + dbURL, "AGENTHOST_PLUGIN_DIR=" + binDir,
 				"AGENTHOST_PLUGIN_CONFIG_DIR=" + configDir, "AGENTHOST_BOOTSTRAP_TOKEN=kill-token",
-				"APPS_CODING_AGENT_NATIVE_ENABLED=1", "KILL_TEST_LLM_KEY=sk-kill"}
+				"APPS_CODING_AGENT_NATIVE_ENABLED=1", "KILL_TEST_LLM_KEY=sk-kill",
+				"AGENTHOST_KEY_ENDPOINTS=KILL_TEST_LLM_KEY=" + srv.BaseURL()}
 			h := startHostProc(t, env)
 
 			var m, app, run struct{ ID string }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agenthost/agenthost/host/endpoints"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/hashicorp/go-hclog"
 )
@@ -22,7 +23,9 @@ const (
 // and ANTHROPIC_API_KEY with ANTHROPIC_MODEL — and makes the first the
 // global default. Only the key's variable name is stored, never the key.
 // Later starts leave models alone: they are the admin API's.
-func SeedModelsFromEnv(ctx context.Context, st *store.Store, log hclog.Logger) error {
+// A model the operator's endpoint policy would refuse (its key bound
+// elsewhere) is not seeded, with a warning.
+func SeedModelsFromEnv(ctx context.Context, st *store.Store, policy *endpoints.Policy, log hclog.Logger) error {
 	n, err := st.CountModels(ctx)
 	if err != nil || n > 0 {
 		return err
@@ -42,6 +45,15 @@ func SeedModelsFromEnv(ctx context.Context, st *store.Store, log hclog.Logger) e
 		seeded = append(seeded, store.Model{ID: "anthropic-" + slug(name), Name: name, Kind: "chat", Provider: "anthropic",
 			ProviderModel: name, APIKeyEnv: "ANTHROPIC_API_KEY", Active: true})
 	}
+	allowed := seeded[:0]
+	for _, m := range seeded {
+		if err := policy.Check(m.Provider, m.BaseURL, m.APIKeyEnv, true); err != nil {
+			log.Warn("not seeding a model from the environment: the host config's provider bindings refuse it", "model", m.ID, "error", err)
+			continue
+		}
+		allowed = append(allowed, m)
+	}
+	seeded = allowed
 	for _, m := range seeded {
 		// OpenCode names models provider/model.
 		bindings := []store.Binding{{Engine: "opencode", EngineModelID: m.Provider + "/" + m.ProviderModel}}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agenthost/agenthost/host/endpoints"
 	"github.com/agenthost/agenthost/host/hostapp"
 	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/host/store"
@@ -34,9 +35,26 @@ func TestSeedModelsFromEnv(t *testing.T) {
 			t.Setenv("OPENAI_MODEL", "Qwen2.5-Coder:7B")
 			t.Setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
 			t.Setenv("ANTHROPIC_MODEL", "")
-			require.NoError(t, hostapp.SeedModelsFromEnv(ctx, st, hclog.NewNullLogger()))
+			// The operator bound ANTHROPIC_API_KEY to a gateway: the seeded
+			// Anthropic model (its default endpoint) would send the key
+			// elsewhere, so it is not made.
+			strict, err := endpoints.New([]endpoints.Binding{{Name: "anthropic", KeyEnv: "ANTHROPIC_API_KEY", BaseURLs: []string{"https://gateway.example/v1"}}})
+			require.NoError(t, err)
+			strictDir := t.TempDir()
+			strictSt, err := store.Open(ctx, filepath.Join(strictDir, "s.db"), strictDir)
+			require.NoError(t, err)
+			defer strictSt.Close()
+			require.NoError(t, hostapp.SeedModelsFromEnv(ctx, strictSt, strict, hclog.NewNullLogger()))
+			models, err := strictSt.VisibleModels(ctx, "any-tenant")
+			require.NoError(t, err)
+			require.Len(t, models, 1)
+			assert.Equal(t, "openai", models[0].Provider)
 
-			models, err := st.VisibleModels(ctx, "any-tenant")
+			policy, err := endpoints.New(nil)
+			require.NoError(t, err)
+			require.NoError(t, hostapp.SeedModelsFromEnv(ctx, st, policy, hclog.NewNullLogger()))
+
+			models, err = st.VisibleModels(ctx, "any-tenant")
 			require.NoError(t, err)
 			require.Len(t, models, 2)
 			byProvider := map[string]store.Model{}
@@ -60,7 +78,7 @@ func TestSeedModelsFromEnv(t *testing.T) {
 
 			// Once models exist they are the admin API's.
 			t.Setenv("OPENAI_API_KEY", "sk-other")
-			require.NoError(t, hostapp.SeedModelsFromEnv(ctx, st, hclog.NewNullLogger()))
+			require.NoError(t, hostapp.SeedModelsFromEnv(ctx, st, policy, hclog.NewNullLogger()))
 			n, err := st.CountModels(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, 2, n)

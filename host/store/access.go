@@ -21,10 +21,16 @@ type Principal struct {
 	Scopes   []string
 }
 
-// Has reports whether the principal holds a scope (admin holds them all).
+// ScopePlatformAdmin is the operator's scope: global models and the global
+// default. A tenant's "admin" does not imply it; only the host's CLI
+// (`tokens create`) and the bootstrap token grant it.
+const ScopePlatformAdmin = "platform.admin"
+
+// Has reports whether the principal holds a scope. A tenant's "admin"
+// holds every tenant scope, never the platform's.
 func (p Principal) Has(scope string) bool {
 	for _, s := range p.Scopes {
-		if s == scope || s == "admin" {
+		if s == scope || s == "admin" && scope != ScopePlatformAdmin {
 			return true
 		}
 	}
