@@ -32,6 +32,9 @@ type Runs interface {
 	// Held reports whether this process holds the run; Reattach continues
 	// a paused run it does not (paused by an earlier host process).
 	Held(runID string) bool
+	// AwaitsDecision reports whether a held run waits for an unanswered
+	// permission question.
+	AwaitsDecision(runID string) bool
 	Reattach(ctx context.Context, req orchestrator.StartRequest) (*core.Run, error)
 }
 

@@ -281,7 +281,43 @@ func (s *Server) getRun(c *gin.Context) {
 	if !ok {
 		return
 	}
+	if !r.Status.Terminal() {
+		if err := s.settleFromLog(c.Request.Context(), r); err != nil {
+			_ = c.Error(err)
+			return
+		}
+	}
 	c.JSON(http.StatusOK, runOut(r))
+}
+
+// settleFromLog shows a run whose terminal event is logged as finished,
+// even in the moment before its row says so (the orchestrator writes the
+// event first: the log is the source of truth). A client that reads the
+// run when its stream ends must see the final status.
+func (s *Server) settleFromLog(ctx context.Context, r *core.Run) error {
+	last, err := s.deps.Store.LastEvent(ctx, r.ID, r.AppID)
+	if err != nil || last == nil || !last.Event.Terminal() {
+		return err
+	}
+	var p struct {
+		Status           core.RunStatus `json:"status"`
+		Code             string         `json:"error_code"`
+		Message          string         `json:"error_message"`
+		OutputText       string         `json:"output_text"`
+		ResultRevisionID string         `json:"result_revision_id"`
+	}
+	if err := json.Unmarshal(last.Payload, &p); err != nil || !p.Status.Terminal() {
+		return nil // not a payload this host wrote; the row stays the answer
+	}
+	ts := last.TS
+	r.Status, r.ErrorCode, r.ErrorMessage, r.FinishedAt = p.Status, p.Code, p.Message, &ts
+	if p.OutputText != "" {
+		r.OutputText = p.OutputText
+	}
+	if p.ResultRevisionID != "" {
+		r.ResultRevisionID = p.ResultRevisionID
+	}
+	return nil
 }
 
 // listRuns pages newest first; next_cursor feeds ?cursor=.
@@ -381,8 +417,24 @@ func (s *Server) runEvents(c *gin.Context) {
 	if len(evs) > 0 {
 		next = evs[len(evs)-1].Seq
 		done = evs[len(evs)-1].Event.Terminal()
+	} else if after > 0 {
+		// Polling from the terminal event on: nothing more will come.
+		if done, err = s.endedAt(c.Request.Context(), r, after); err != nil {
+			_ = c.Error(err)
+			return
+		}
 	}
 	c.JSON(http.StatusOK, gin.H{"items": evs, "next_after_seq": next, "done": done})
+}
+
+// endedAt reports whether the run's log ends with its terminal event at or
+// before seq after, so a reader positioned there has seen everything.
+func (s *Server) endedAt(ctx context.Context, r *core.Run, after int64) (bool, error) {
+	last, err := s.deps.Store.LastEvent(ctx, r.ID, r.AppID)
+	if err != nil {
+		return false, err
+	}
+	return last != nil && last.Event.Terminal() && last.Seq <= after, nil
 }
 
 func seqParam(v string) (int64, error) {
@@ -423,6 +475,14 @@ func (s *Server) resumeRun(c *gin.Context) {
 	if !ok {
 		return
 	}
+	// A run that is not paused is refused whatever the body says. A client
+	// that answers permission.requested at once may be a moment ahead of
+	// the stored status (the event is written before the run is marked
+	// paused): the pending question is what counts then.
+	if r.Status != core.RunPaused && !s.deps.Runs.AwaitsDecision(r.ID) {
+		_ = c.Error(core.Errf(core.CodeRunNotPaused, "", "run %s is %s, not paused", r.ID, r.Status))
+		return
+	}
 	var req resumeRequest
 	if err := bindJSON(c, maxJSONBody, &req); err != nil {
 		_ = c.Error(err)
@@ -433,14 +493,6 @@ func (s *Server) resumeRun(c *gin.Context) {
 	needsDecision := r.Status != core.RunPaused || r.PauseReason == core.PauseForPermission
 	if req.Decision != "allow" && req.Decision != "deny" && (req.Decision != "" || needsDecision) {
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "decision", `decision must be "allow" or "deny"`))
-		return
-	}
-	// A finished run is refused here; otherwise the orchestrator decides. A
-	// client that answers permission.requested at once may be a moment ahead
-	// of the stored status (the event is written before the run is marked
-	// paused), and the pending question is what counts.
-	if r.Status.Terminal() {
-		_ = c.Error(core.Errf(core.CodeRunNotPaused, "", "run %s is %s, not paused", r.ID, r.Status))
 		return
 	}
 	if r.Status == core.RunPaused && !s.deps.Runs.Held(r.ID) {

@@ -32,6 +32,20 @@ func (s *Server) streamRun(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
+	if after > 0 {
+		// Resumed at (or past) the terminal event, as a browser's
+		// EventSource does after the server closed a finished stream:
+		// 204 closes it at once and tells EventSource to stop reconnecting.
+		ended, err := s.endedAt(ctx, r, after)
+		if err != nil {
+			_ = c.Error(err)
+			return
+		}
+		if ended {
+			c.Status(http.StatusNoContent)
+			return
+		}
+	}
 	// Subscribe before the first read so that no append between the read
 	// and the wait goes unnoticed.
 	wake, stop := s.deps.Hub.Subscribe(r.ID)

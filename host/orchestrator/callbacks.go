@@ -179,16 +179,34 @@ func (o *Orchestrator) Resume(_ context.Context, runID string, d engine.Permissi
 		go o.resumeIdle(ar)
 		return nil
 	}
-	ar.mu.Unlock()
 	if p == nil {
+		ar.mu.Unlock()
 		return core.Errf(core.CodeRunNotPaused, "", "run %s is not paused", runID)
 	}
-	select {
-	case p.decision <- d:
-		return nil
-	default:
-		return core.Errf(core.CodeRunNotPaused, "", "run %s already has a decision", runID)
+	if p.decided {
+		ar.mu.Unlock()
+		return core.Errf(core.CodeRunNotPaused, "", "run %s already has a decision for permission %s", runID, p.id)
 	}
+	p.decided = true
+	ar.mu.Unlock()
+	p.decision <- d // buffered for exactly this one decision
+	return nil
+}
+
+// AwaitsDecision reports whether a run this host holds waits for an answer
+// to a permission question nobody has answered yet. Its stored status may
+// still say running: the question is logged before the run is marked
+// paused, and a client answering at once is a moment ahead.
+func (o *Orchestrator) AwaitsDecision(runID string) bool {
+	o.mu.Lock()
+	ar := o.active[runID]
+	o.mu.Unlock()
+	if ar == nil {
+		return false
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.pending != nil && !ar.pending.decided
 }
 
 // Cancel asks an active run to stop. The engine has CancelGrace to confirm;

@@ -337,6 +337,9 @@ func (ar *activeRun) sandboxRefLocked() *sandboxRef { return ar.ref }
 type pendingPermission struct {
 	id       string
 	decision chan engine.PermissionDecision
+	// decided is set (under the run's mu) by the first Resume that answers:
+	// a second decision racing it is refused rather than silently dropped.
+	decided bool
 }
 
 func newActiveRun(run *core.Run, req StartRequest) *activeRun {
