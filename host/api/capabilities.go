@@ -40,6 +40,9 @@ func (s *Server) capabilities(c *gin.Context) {
 	}
 	engines, sandboxes := []pluginCap{}, []pluginCap{}
 	tools := []toolCap{}
+	contractTools := false
+	nativeTools := []nativeToolCap{}
+	opencodeLoaded := false
 	if s.deps.Plugins != nil {
 		statuses := s.deps.Plugins.Statuses()
 		provides := ""
@@ -52,6 +55,7 @@ func (s *Server) capabilities(c *gin.Context) {
 			pc := pluginCap{Name: st.Name, Available: st.State == pluginmgr.StateHealthy, State: string(st.State), Reason: st.Reason, Version: st.Version}
 			switch st.Kind {
 			case plugin.KindEngine:
+				opencodeLoaded = opencodeLoaded || st.Name == "opencode"
 				missing := plugin.MissingFeatures(st.Capabilities[plugin.CapabilityRequires], provides)
 				supported := missing == nil
 				pc.RuntimeSupported, pc.MissingFeatures = &supported, missing
@@ -63,13 +67,25 @@ func (s *Server) capabilities(c *gin.Context) {
 		for _, r := range s.deps.Plugins.Tools() {
 			tools = append(tools, toolCap{Name: r.Spec.Name, Toolpack: r.Toolpack, Description: r.Spec.Description,
 				Permission: string(r.Permission), DefaultPermission: string(r.Spec.DefaultPermission)})
+			if r.Permission != plugin.PermissionDeny { // deny tools are never offered
+				nativeTools = append(nativeTools, nativeToolCap{Name: r.Spec.Name, Slug: r.Spec.Name, FunctionName: r.Spec.Name})
+			}
+			contractTools = contractTools || r.Toolpack == "contract"
 		}
 	}
+	defaultEngine := s.deps.DefaultEngine
+	nativeEnabled := os.Getenv("APPS_CODING_AGENT_NATIVE_ENABLED") == "1"
 	c.JSON(http.StatusOK, gin.H{
+		// The seed's top-level fields (seed 002, "Capabilities payload").
+		"default_engine":    defaultEngine,
+		"native_enabled":    nativeEnabled,
+		"native_tools":      nativeTools,
+		"native_tool_count": len(nativeTools),
+		"opencode_policy":   opencodePolicy(opencodeLoaded, contractTools),
 		"policy": gin.H{
-			"default_engine":   s.deps.DefaultEngine,
+			"default_engine":   defaultEngine,
 			"default_sandbox":  s.deps.DefaultSandbox,
-			"native_enabled":   os.Getenv("APPS_CODING_AGENT_NATIVE_ENABLED") == "1",
+			"native_enabled":   nativeEnabled,
 			"sandbox_required": true,
 		},
 		"engines":           engines,
@@ -78,6 +94,32 @@ func (s *Server) capabilities(c *gin.Context) {
 		"event_types":       eventTypes,
 		"stream_resumption": gin.H{"last_event_id": true, "after_seq": true, "heartbeat_seconds": int(s.deps.Heartbeat.Seconds())},
 	})
+}
+
+// nativeToolCap is one tool the native engine is offered, in the seed's
+// shape (name, slug, function_name: all the tool's name here).
+type nativeToolCap struct {
+	Name         string `json:"name"`
+	Slug         string `json:"slug"`
+	FunctionName string `json:"function_name"`
+}
+
+// opencodePolicy is the seed's OpenCode tool-access summary: OpenCode runs
+// its own tools; the host's contract tools are seeded into the workspace
+// as project-local custom tools (.opencode/tool/*.ts) beside the contract
+// document, so the allow-list is the repo's own when both are loaded.
+func opencodePolicy(engineLoaded, contractTools bool) gin.H {
+	seeded := engineLoaded && contractTools
+	model := "upstream_opencode_defaults"
+	if seeded {
+		model = "project_local_custom_tools_and_context_file"
+	}
+	return gin.H{
+		"engine_configured":              engineLoaded,
+		"tooling":                        "delegated_to_upstream_opencode",
+		"repo_tool_allowlist_configured": seeded,
+		"workspace_permission_model":     model,
+	}
 }
 
 // eventTypes are the events a run's stream can carry.

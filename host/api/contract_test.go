@@ -2,12 +2,16 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -162,5 +166,58 @@ func TestRunReadWhenItsStreamEndsIsFinal(t *testing.T) {
 			require.Equal(t, "completed", r.Status, "try %d", i)
 			assert.Equal(t, "try "+strconv.Itoa(i), r.OutputText)
 		}
+	})
+}
+
+// TestCapabilitiesSeedFields: the seed's payload has default_engine,
+// native_enabled and the native tool list at the top level, and the
+// OpenCode custom-tools policy metadata when OpenCode runs with the
+// contract tools seeded as project-local custom tools.
+func TestCapabilitiesSeedFields(t *testing.T) {
+	type caps struct {
+		DefaultEngine   string `json:"default_engine"`
+		NativeEnabled   bool   `json:"native_enabled"`
+		NativeToolCount int    `json:"native_tool_count"`
+		NativeTools     []struct {
+			Name, Slug   string
+			FunctionName string `json:"function_name"`
+		} `json:"native_tools"`
+		OpenCode struct {
+			Configured bool   `json:"engine_configured"`
+			Allowlist  bool   `json:"repo_tool_allowlist_configured"`
+			Model      string `json:"workspace_permission_model"`
+		} `json:"opencode_policy"`
+	}
+	t.Run("default plugins", func(t *testing.T) {
+		t.Setenv("APPS_CODING_AGENT_NATIVE_ENABLED", "1")
+		e := startEnv(t, "sqlite")
+		app := e.createApp(e.tokenA)
+		var c caps
+		require.Equal(t, http.StatusOK, e.do(e.readA, "GET", "/admin/apps/"+app+"/coding-agent/capabilities", nil, &c))
+		assert.Equal(t, "mock", c.DefaultEngine)
+		assert.True(t, c.NativeEnabled)
+		require.NotEmpty(t, c.NativeTools)
+		assert.Equal(t, len(c.NativeTools), c.NativeToolCount)
+		for _, tl := range c.NativeTools {
+			assert.NotEqual(t, "coding_agent_write_file", tl.Name, "a deny tool is not offered")
+			assert.Equal(t, tl.Name, tl.FunctionName)
+		}
+		assert.False(t, c.OpenCode.Configured)
+		assert.False(t, c.OpenCode.Allowlist)
+	})
+	t.Run("opencode with contract tools", func(t *testing.T) {
+		dir := testenv.PluginConfigDir(t, "mock", "local", "contract")
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "opencode.hcl"), []byte(fmt.Sprintf(`plugin "opencode" {
+  kind    = "engine"
+  command = %q
+}
+`, pluginBinary(t, "agenthost-engine-opencode"))), 0o644))
+		e := startEnvIn(t, "sqlite", dir)
+		app := e.createApp(e.tokenA)
+		var c caps
+		require.Equal(t, http.StatusOK, e.do(e.readA, "GET", "/admin/apps/"+app+"/coding-agent/capabilities", nil, &c))
+		assert.True(t, c.OpenCode.Configured)
+		assert.True(t, c.OpenCode.Allowlist)
+		assert.Equal(t, "project_local_custom_tools_and_context_file", c.OpenCode.Model)
 	})
 }
