@@ -24,6 +24,7 @@ import (
 //
 // As root, <root> and <root>/<id> are root's with mode 0711 and the
 // workspace (and services) belong to the sandbox's uid with mode 0700.
+//
 //	<root>/~staging-…       a sandbox being created, renamed to <id> when complete
 //	<root>/~trash-…         a stopped sandbox being removed
 //
