@@ -21,13 +21,11 @@ import (
 //	<root>/<id>/meta.json   what Get reports after a plugin restart
 //	<root>/<id>/services/   the services' state folders
 //	<root>/<id>/execs/      one record per process group commands started
-//
-// As root, <root> and <root>/<id> are root's with mode 0711 and the
-// workspace (and services) belong to the sandbox's uid with mode 0700.
-//
 //	<root>/~staging-…       a sandbox being created, renamed to <id> when complete
 //	<root>/~trash-…         a stopped sandbox being removed
 //
+// As root, <root> and <root>/<id> are root's with mode 0711 and the
+// workspace (and services) belong to the sandbox's uid with mode 0700.
 // '~' cannot appear in an id, so internal names never collide with one.
 const (
 	workspaceDir  = "workspace"
