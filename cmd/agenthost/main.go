@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -57,7 +58,7 @@ func main() {
 	case len(args) == 1 && args[0] == "serve":
 		err = serve(cfg, log)
 	case len(args) == 2 && args[0] == "plugins" && args[1] == "check":
-		err = pluginsCheck(cfg, log)
+		err = pluginsCheck(cfg, log, os.Stdout)
 	case len(args) == 2 && args[0] == "migrate":
 		err = migrateCmd(cfg, args[1])
 	case len(args) >= 2 && args[0] == "tokens" && args[1] == "create":
@@ -111,7 +112,7 @@ func startPlugins(ctx context.Context, cfg config.Host, log hclog.Logger, servic
 	return m, m.Start(ctx)
 }
 
-func pluginsCheck(cfg config.Host, log hclog.Logger) error {
+func pluginsCheck(cfg config.Host, log hclog.Logger, out io.Writer) error {
 	log.SetLevel(hclog.Warn)
 	ctx := context.Background()
 	svc := noServices{}
@@ -120,15 +121,26 @@ func pluginsCheck(cfg config.Host, log hclog.Logger) error {
 		return err
 	}
 	defer m.Close()
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATE\tDETAIL")
+	return writeStatuses(out, m.Statuses())
+}
+
+// writeStatuses prints the plugins check table and fails when a plugin is
+// not healthy. ISOLATION is a sandbox backend's (none, uid, namespaces), so
+// that a backend which does not isolate commands is visible before serving.
+func writeStatuses(out io.Writer, statuses []pluginmgr.Status) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATE\tISOLATION\tDETAIL")
 	bad := 0
-	for _, s := range m.Statuses() {
+	for _, s := range statuses {
 		detail := s.Reason
 		if len(s.Tools) > 0 && detail == "" {
 			detail = fmt.Sprintf("tools: %v", s.Tools)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Version, s.State, detail)
+		isolation := "-"
+		if s.Kind == plugin.KindSandbox {
+			isolation = plugin.IsolationOf(s.Capabilities)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Version, s.State, isolation, detail)
 		if s.State != pluginmgr.StateHealthy && s.State != pluginmgr.StateDisabled {
 			bad++
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/engine"
+	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/gin-gonic/gin"
 	"github.com/hashicorp/go-hclog"
 )
@@ -151,7 +152,13 @@ func (s *Server) ready(c *gin.Context) {
 			if p.State != pluginmgr.StateHealthy && p.State != pluginmgr.StateDisabled {
 				code = http.StatusServiceUnavailable
 			}
-			plugins = append(plugins, gin.H{"name": p.Name, "kind": p.Kind, "version": p.Version, "state": p.State, "reason": p.Reason, "restarts": p.Restarts})
+			entry := gin.H{"name": p.Name, "kind": p.Kind, "version": p.Version, "state": p.State, "reason": p.Reason, "restarts": p.Restarts}
+			if p.Kind == plugin.KindSandbox {
+				// How far the backend keeps commands from the host (none,
+				// uid, namespaces): an operator should not have to guess.
+				entry["isolation"] = plugin.IsolationOf(p.Capabilities)
+			}
+			plugins = append(plugins, entry)
 		}
 	}
 	c.JSON(code, gin.H{"database": dbState, "plugins": plugins})

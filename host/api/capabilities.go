@@ -19,6 +19,9 @@ type pluginCap struct {
 	// every feature the engine requires; MissingFeatures names the rest.
 	RuntimeSupported *bool    `json:"runtime_supported,omitempty"`
 	MissingFeatures  []string `json:"missing_features,omitempty"`
+	// Isolation (sandbox backends only) is how far the backend keeps
+	// commands from the host: none, uid, namespaces or unknown.
+	Isolation string `json:"isolation,omitempty"`
 }
 
 type toolCap struct {
@@ -61,6 +64,7 @@ func (s *Server) capabilities(c *gin.Context) {
 				pc.RuntimeSupported, pc.MissingFeatures = &supported, missing
 				engines = append(engines, pc)
 			case plugin.KindSandbox:
+				pc.Isolation = plugin.IsolationOf(st.Capabilities)
 				sandboxes = append(sandboxes, pc)
 			}
 		}

@@ -28,7 +28,7 @@ func runScript(b *testing.B, h *host, script string) {
 // host workspace → sandbox and back, through the real binaries. The run's
 // setup is amortised over b.N calls in one run.
 func BenchmarkToolCallRoundTrip(b *testing.B) {
-	h := newHost(b, defaultConfigs(), orchestrator.Options{})
+	h := newHost(b, defaultConfigs(b), orchestrator.Options{})
 	runScript(b, h, "say warm-up") // first-run costs out of the loop
 	b.ResetTimer()
 	runScript(b, h, fmt.Sprintf(`tools %d coding_agent_read_file {"path":"README.md"}`, b.N))
@@ -36,7 +36,7 @@ func BenchmarkToolCallRoundTrip(b *testing.B) {
 
 // BenchmarkEventThroughput: one assistant delta engine → host event log.
 func BenchmarkEventThroughput(b *testing.B) {
-	h := newHost(b, defaultConfigs(), orchestrator.Options{})
+	h := newHost(b, defaultConfigs(b), orchestrator.Options{})
 	runScript(b, h, "say warm-up")
 	b.ResetTimer()
 	runScript(b, h, fmt.Sprintf("deltas %d", b.N))

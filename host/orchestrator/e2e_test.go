@@ -20,7 +20,7 @@ import (
 // toolpack → workspace → sandbox through the real binaries and checks the
 // exact event sequence and the file the tool wrote.
 func TestRunEditsFileThroughRealPlugins(t *testing.T) {
-	h := newHost(t, defaultConfigs(), orchestrator.Options{})
+	h := newHost(t, defaultConfigs(t), orchestrator.Options{})
 	run := h.start(t, "say Writing the file\n"+
 		`tool coding_agent_write_file {"path":"src/hello.txt","content":"hello from mock\n"}`+"\n"+
 		"say done")
@@ -60,7 +60,7 @@ func TestRunEditsFileThroughRealPlugins(t *testing.T) {
 }
 
 func TestToolFailureIsAnEventNotARunFailure(t *testing.T) {
-	h := newHost(t, defaultConfigs(), orchestrator.Options{})
+	h := newHost(t, defaultConfigs(t), orchestrator.Options{})
 	run := h.start(t, "tool coding_agent_read_file {\"path\":\"../etc/passwd\"}\ntool no_such_tool {}\nsay still here")
 	final := h.wait(t, run.ID)
 	require.Equal(t, core.RunCompleted, final.Status)
@@ -80,7 +80,7 @@ func TestToolFailureIsAnEventNotARunFailure(t *testing.T) {
 }
 
 func TestEngineFailureCarriesItsCode(t *testing.T) {
-	h := newHost(t, defaultConfigs(), orchestrator.Options{})
+	h := newHost(t, defaultConfigs(t), orchestrator.Options{})
 	final := h.wait(t, h.start(t, "say hi\nfail MODEL_PROVIDER_ERROR upstream said 400").ID)
 	assert.Equal(t, core.RunFailed, final.Status)
 	assert.Equal(t, "MODEL_PROVIDER_ERROR", final.ErrorCode)
@@ -88,7 +88,7 @@ func TestEngineFailureCarriesItsCode(t *testing.T) {
 }
 
 func TestPermissionPausesUntilResumed(t *testing.T) {
-	h := newHost(t, defaultConfigs(), orchestrator.Options{})
+	h := newHost(t, defaultConfigs(t), orchestrator.Options{})
 	for _, allow := range []bool{true, false} {
 		run := h.start(t, "ask deploy Deploy the app?\nsay after")
 		h.waitEvent(t, run.ID, core.EventRunPaused)
@@ -114,7 +114,7 @@ func TestPermissionPausesUntilResumed(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	h := newHost(t, defaultConfigs(), orchestrator.Options{CancelGrace: time.Second})
+	h := newHost(t, defaultConfigs(t), orchestrator.Options{CancelGrace: time.Second})
 	t.Run("confirmed", func(t *testing.T) {
 		run := h.start(t, "say working\nsleep 60s\nsay never")
 		h.waitEvent(t, run.ID, core.EventAssistantDelta)
@@ -153,7 +153,7 @@ func pidOf(t *testing.T, h *host, name string) int {
 // run fails with the kind's code, the plugin is relaunched and the next run
 // succeeds.
 func TestPluginCrashes(t *testing.T) {
-	h := newHost(t, defaultConfigs(), orchestrator.Options{})
+	h := newHost(t, defaultConfigs(t), orchestrator.Options{})
 	next := func(t *testing.T) {
 		t.Helper()
 		for _, name := range []string{"mock", "local", "patch"} {
@@ -231,7 +231,7 @@ func TestPluginCrashes(t *testing.T) {
 }
 
 func TestWrongChecksumRefusesPluginButHostStarts(t *testing.T) {
-	cfgs := defaultConfigs()
+	cfgs := defaultConfigs(t)
 	cfgs[2].SHA256 = strings.Repeat("ab", 32)
 	h := newHost(t, cfgs, orchestrator.Options{})
 	var patch pluginmgr.Status
@@ -250,7 +250,7 @@ func TestWrongChecksumRefusesPluginButHostStarts(t *testing.T) {
 }
 
 func TestStartRefusesUnavailablePlugins(t *testing.T) {
-	h := newHost(t, defaultConfigs(), orchestrator.Options{})
+	h := newHost(t, defaultConfigs(t), orchestrator.Options{})
 	_, err := h.orch.Start(context.Background(), orchestrator.StartRequest{AppID: "a", Prompt: "say x", Engine: "nope", Sandbox: "local"})
 	assert.Equal(t, core.CodeEngineUnavailable, core.CodeOf(err))
 	_, err = h.orch.Start(context.Background(), orchestrator.StartRequest{AppID: "a", Prompt: "say x", Engine: "mock", Sandbox: "nope"})

@@ -31,10 +31,12 @@ type host struct {
 	store *orchestratortest.Memory
 }
 
-func defaultConfigs() []pluginmgr.Config {
+// defaultConfigs are the plugins most tests run; the local sandbox's root
+// is where its sandbox uids can reach it (the plugin runs as root in CI).
+func defaultConfigs(t testing.TB) []pluginmgr.Config {
 	return []pluginmgr.Config{
 		{Name: "mock", Kind: plugin.KindEngine, Command: filepath.Join(binDir, "agenthost-engine-mock"), Enabled: true, Config: []byte("{}")},
-		{Name: "local", Kind: plugin.KindSandbox, Command: filepath.Join(binDir, "agenthost-sandbox-local"), Enabled: true, Config: []byte("{}")},
+		{Name: "local", Kind: plugin.KindSandbox, Command: filepath.Join(binDir, "agenthost-sandbox-local"), Enabled: true, Config: testenv.LocalSandboxConfig(t)},
 		// The spine's tests write through the legacy whole-file tool, on
 		// here explicitly (it is off by default); the patch tools have
 		// their own end-to-end test.

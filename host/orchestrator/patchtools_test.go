@@ -17,7 +17,7 @@ import (
 // call shows as tool.started then tool.completed, and the files end as the
 // calls left them.
 func TestEveryPatchToolThroughRealPlugins(t *testing.T) {
-	configs := defaultConfigs()
+	configs := defaultConfigs(t)
 	configs[2].Config = []byte(`{}`) // the legacy write tool stays off
 	configs[2].Permissions = map[string]plugin.Permission{"coding_agent_run_command": plugin.PermissionAllow}
 	h := newHost(t, configs, orchestrator.Options{})

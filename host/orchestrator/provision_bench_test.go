@@ -29,7 +29,7 @@ func app500Files() []sandbox.File {
 // benchProvision runs `say ok` on the 500-file app b.N times and reports the
 // median sandbox_start (provisioning) of the runs; warm runs share one chat.
 func benchProvision(b *testing.B, warm bool) {
-	h := newHost(b, defaultConfigs(), orchestrator.Options{SandboxReuse: true, SandboxTTL: time.Hour})
+	h := newHost(b, defaultConfigs(b), orchestrator.Options{SandboxReuse: true, SandboxTTL: time.Hour})
 	files := app500Files()
 	starts := make([]float64, 0, b.N)
 	run := func(chat string) *core.Run {

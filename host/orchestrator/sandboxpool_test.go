@@ -49,7 +49,7 @@ func commandOutput(t *testing.T, h *host, runID string) (string, int) {
 }
 
 func poolHost(t *testing.T, ttl time.Duration) *host {
-	configs := defaultConfigs()
+	configs := defaultConfigs(t)
 	configs[2].Permissions = map[string]plugin.Permission{"coding_agent_run_command": plugin.PermissionAllow}
 	return newHost(t, configs, orchestrator.Options{SandboxReuse: true, SandboxTTL: ttl})
 }

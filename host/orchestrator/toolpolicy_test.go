@@ -43,7 +43,7 @@ func toolOutcomes(t *testing.T, evs []core.Envelope) []toolOutcome {
 // local plugins: shapes models really send are repaired before the toolpack
 // sees them, and input the schema refuses never reaches the toolpack.
 func TestToolInputIsNormalisedThenValidated(t *testing.T) {
-	h := newHost(t, defaultConfigs(), orchestrator.Options{})
+	h := newHost(t, defaultConfigs(t), orchestrator.Options{})
 	run := h.start(t, `tool coding_agent_write_file {"arguments":"{\"filePath\":\"a.txt\",\"content\":\"hello\"}"}
 tool coding_agent_read_file {"file_path":"a.txt"}
 tool coding_agent_read_file {"path":"a.txt","colour":"red"}
@@ -92,7 +92,7 @@ say done`)
 // deny (the engine is not offered it and a call fails) or to ask (the run
 // pauses for the user) whatever the toolpack's default.
 func TestOperatorPermissionOverrides(t *testing.T) {
-	configs := defaultConfigs()
+	configs := defaultConfigs(t)
 	configs[2].Permissions = map[string]plugin.Permission{
 		"coding_agent_write_file": plugin.PermissionDeny,
 		"coding_agent_read_file":  plugin.PermissionAsk,

@@ -16,6 +16,7 @@ import (
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/toolpack"
+	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 )
 
@@ -207,6 +208,9 @@ func (m *Manager) launch(ctx context.Context, inst *instance) error {
 	}
 	ok = true
 	m.log.Info("plugin loaded", "plugin", c.Name, "kind", c.Kind, "version", info.Version, "healthy", health.Healthy, "reason", health.Reason)
+	if c.Kind == plugin.KindSandbox {
+		warnIsolation(m.log, c.Name, info.Capabilities)
+	}
 
 	go func() {
 		t := time.NewTicker(exitPoll)
@@ -233,4 +237,22 @@ func checkInfo(c Config, info plugin.Info) error {
 		return fmt.Errorf("binary reports name %q, config block is plugin %q", info.Name, c.Name)
 	}
 	return nil
+}
+
+// warnIsolation says loudly, at every load, when a sandbox backend does not
+// keep commands away from the host: the local backend is the default, and
+// nothing else at run time would tell an operator that a command can read
+// the host's secrets.
+func warnIsolation(log hclog.Logger, name string, caps map[string]string) {
+	switch iso := plugin.IsolationOf(caps); iso {
+	case plugin.IsolationNamespaces:
+	case plugin.IsolationNone:
+		log.Warn("sandbox plugin does NOT isolate commands: they run as the host's user and can read its environment (API keys, tokens), its database and every sandbox, and signal the host; use it for development only, run it as root for per-sandbox uids, or use the bwrap backend",
+			"plugin", name, "isolation", iso)
+	case plugin.IsolationUID:
+		log.Warn("sandbox plugin isolates commands by uid only: they cannot read the host's private files or signal it, but share its network (loopback services included), /tmp and process list; use the bwrap backend for untrusted code",
+			"plugin", name, "isolation", iso)
+	default:
+		log.Warn("sandbox plugin does not say how it isolates commands", "plugin", name, "isolation", iso)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/workspace"
 	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
+	"github.com/agenthost/agenthost/sdk/workspace/owned"
 )
 
 // Layout of the root folder (mode 0711: the sandbox uid may pass, not list):
@@ -53,7 +54,7 @@ func checkID(id string) error {
 type box struct {
 	info   sandbox.Info
 	dir    string
-	ws     *ownedFS
+	ws     *owned.FS
 	groups *dirfs.Groups
 	fwd    *forwarder
 }
@@ -70,7 +71,7 @@ func (p *Provider) newBox(cfg Config, info sandbox.Info) (*box, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.ws = &ownedFS{FS: fsys, cfg: cfg}
+	b.ws = &owned.FS{FS: fsys, Owner: owner(cfg)}
 	b.fwd = newForwarder(p.log, b.dir)
 	return b, nil
 }
@@ -185,7 +186,7 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 		}
 	}
 	// No command has run in the staged tree yet, so a plain walk is safe.
-	if err := ownTree(wsDir, cfg); err != nil {
+	if err := owned.OwnTree(wsDir, owner(cfg)); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: hand the workspace to uid %d: %w", spec.ID, cfg.UID, err)
 	}
 	if err := os.Rename(stage, filepath.Join(cfg.Root, spec.ID)); err != nil {

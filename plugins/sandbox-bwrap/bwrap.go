@@ -21,6 +21,7 @@ import (
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
+	"github.com/agenthost/agenthost/sdk/workspace/owned"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -248,8 +249,11 @@ func (p *Provider) Info() plugin.Info {
 	}
 	return plugin.Info{
 		Name: p.opts.Name, Kind: plugin.KindSandbox, Version: "0.1.0", APIVersion: plugin.APIVersion,
-		Description:  "working copies in local folders; commands isolated by bubblewrap (network: " + p.opts.Network + ")",
-		Capabilities: map[string]string{plugin.CapabilityProvides: strings.Join(features, ",")},
+		Description: "working copies in local folders; commands isolated by bubblewrap (network: " + p.opts.Network + ")",
+		Capabilities: map[string]string{
+			plugin.CapabilityProvides:  strings.Join(features, ","),
+			plugin.CapabilityIsolation: plugin.IsolationNamespaces,
+		},
 	}
 }
 
@@ -321,7 +325,7 @@ func (p *Provider) selfTest(ctx context.Context, c Config) error {
 		return fmt.Errorf("sandbox root %s is not writable: %v", c.Root, err)
 	}
 	defer os.RemoveAll(ws)
-	if err := own(ws, c); err != nil {
+	if err := owned.Own(ws, owner(c)); err != nil {
 		return fmt.Errorf("sandbox root %s: cannot hand a folder to uid %d: %v", c.Root, c.UID, err)
 	}
 	plan := p.plan(c, "", ws, ".", []string{"true"})
@@ -333,23 +337,12 @@ func (p *Provider) selfTest(ctx context.Context, c Config) error {
 	return nil
 }
 
-// searchable checks that uid can reach dir: every parent needs x for it.
+// searchable checks that the sandbox uid can reach dir: bwrap runs as it.
 func searchable(dir string, c Config) error {
-	if os.Geteuid() != 0 {
-		return nil // bwrap runs as the plugin's own uid, which made the root
+	if err := owned.Searchable(dir, owner(c)); err != nil {
+		return fmt.Errorf("sandbox root: %w (bwrap runs as the sandbox uid)", err)
 	}
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return fmt.Errorf("sandbox root %s: %v", dir, err)
-		}
-		if !canSearch(fi, c) {
-			return fmt.Errorf("sandbox root %s is not reachable by the sandbox uid %d: %s has mode %v (bwrap runs as that uid; chmod o+x %s, or set root elsewhere)", dir, c.UID, d, fi.Mode().Perm(), d)
-		}
-		if d == "/" {
-			return nil
-		}
-	}
+	return nil
 }
 
 // Health reports whether sandboxes can start (the self-test of Configure,

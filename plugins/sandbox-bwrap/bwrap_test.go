@@ -346,5 +346,6 @@ func TestConfigure(t *testing.T) {
 		p, err := NewWithLogger(Options{Helper: "/bin/false", Network: network}, hclog.NewNullLogger())
 		require.NoError(t, err)
 		assert.Equal(t, want, p.Info().Capabilities[plugin.CapabilityProvides])
+		assert.Equal(t, plugin.IsolationNamespaces, p.Info().Capabilities[plugin.CapabilityIsolation], "every policy runs commands in namespaces")
 	}
 }

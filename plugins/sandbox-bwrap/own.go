@@ -3,92 +3,22 @@
 package bwrap
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/agenthost/agenthost/sdk/workspace"
-	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
+	"github.com/agenthost/agenthost/sdk/workspace/owned"
 )
 
-// ownedFS is the dirfs workspace with one addition: what the file API
-// writes is handed to the sandbox uid, so commands can edit files the host
-// wrote. The plugin runs as root and dirfs writes as root.
-type ownedFS struct {
-	*dirfs.FS
-	cfg Config
-}
-
-// WriteFile writes through dirfs, then chowns the file and every folder on
-// its path. The chown goes through os.Root and does not follow the last
-// component, so a command swapping a folder for a symlink meanwhile cannot
-// make root chown a file outside the workspace.
-func (o *ownedFS) WriteFile(ctx context.Context, p string, data []byte, mode uint32) (workspace.FileInfo, error) {
-	fi, err := o.FS.WriteFile(ctx, p, data, mode)
-	if err != nil || !chowning(o.cfg) {
-		return fi, err
-	}
-	r, err := os.OpenRoot(o.Root())
-	if err != nil {
-		return fi, err
-	}
-	defer r.Close()
-	var prefix string
-	for _, part := range strings.Split(fi.Path, "/") {
-		prefix = path.Join(prefix, part)
-		if err := r.Lchown(prefix, o.cfg.UID, o.cfg.GID); err != nil {
-			return fi, fmt.Errorf("hand %s to the sandbox uid: %w", prefix, err)
-		}
-	}
-	return fi, nil
-}
-
-// chowning: only a root plugin runs commands as another uid.
-func chowning(c Config) bool { return os.Geteuid() == 0 && c.UID > 0 }
-
-// own hands one folder to the sandbox uid.
-func own(dir string, c Config) error {
-	if !chowning(c) {
-		return nil
-	}
-	return os.Lchown(dir, c.UID, c.GID)
-}
-
-// ownTree hands a tree no command has touched yet to the sandbox uid.
-func ownTree(dir string, c Config) error {
-	if !chowning(c) {
-		return nil
-	}
-	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, c.UID, c.GID)
-	})
-}
-
-// canSearch reports whether uid/gid of c may pass through a folder.
-func canSearch(fi fs.FileInfo, c Config) bool {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	perm := fi.Mode().Perm()
-	switch {
-	case !ok:
-		return perm&0o001 != 0
-	case int(st.Uid) == c.UID:
-		return perm&0o100 != 0
-	case int(st.Gid) == c.GID:
-		return perm&0o010 != 0
-	}
-	return perm&0o001 != 0
-}
+// owner is the uid/gid commands run as and the workspace belongs to when
+// the plugin runs as root (owned.Owner.Active).
+func owner(c Config) owned.Owner { return owned.Owner{UID: c.UID, GID: c.GID} }
 
 // killRecorded SIGKILLs the commands recorded under a sandbox folder that
 // are still bwrap processes (a recorded pid may have been reused since).

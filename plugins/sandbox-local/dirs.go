@@ -19,14 +19,19 @@ import (
 //
 //	<root>/<id>/workspace   the working copy
 //	<root>/<id>/meta.json   what Get reports after a plugin restart
+//	<root>/<id>/services/   the services' state folders
+//	<root>/<id>/execs/      one record per process group commands started
 //	<root>/~staging-…       a sandbox being created, renamed to <id> when complete
 //	<root>/~trash-…         a stopped sandbox being removed
 //
+// As root, <root> and <root>/<id> are root's with mode 0711 and the
+// workspace (and services) belong to the sandbox's uid with mode 0700.
 // '~' cannot appear in an id, so internal names never collide with one.
 const (
 	workspaceDir  = "workspace"
 	servicesDir   = "services"
 	metaFile      = "meta.json"
+	execsDir      = "execs"
 	stagingPrefix = "~staging-"
 	trashPrefix   = "~trash-"
 	// leftoverAge is how old a staging or trash folder must be before
@@ -64,7 +69,9 @@ func writeMeta(dir string, m meta) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, metaFile), b, 0o644)
+	// 0600: the sandbox uid, passing through <id>, must not read the
+	// labels or the scope key of its sandbox.
+	return os.WriteFile(filepath.Join(dir, metaFile), b, 0o600)
 }
 
 // readMeta reads a sandbox's record; a missing or unreadable one (a folder

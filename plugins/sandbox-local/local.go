@@ -1,7 +1,10 @@
 // Package local is the development sandbox backend: one working copy per
 // sandbox in a folder of this machine, every file path confined to it, and
-// commands run in their own process groups. It does not isolate commands
-// from the host (see README.md); an isolating backend does.
+// commands run in their own process groups. It uses no namespaces: run as
+// root, it runs each sandbox's commands as an unprivileged uid of that
+// sandbox (isolation "uid"); run as another user, commands run as that user
+// and can read whatever it can (isolation "none"). See README.md; an
+// isolating backend (bwrap) does more.
 package local
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/workspace"
 	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
+	"github.com/agenthost/agenthost/sdk/workspace/owned"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -48,6 +52,13 @@ type Config struct {
 	ExecCPUS int64 `json:"exec_cpu_s"`
 	// ExecFileSizeBytes is RLIMIT_FSIZE of each command process (default 1 GiB).
 	ExecFileSizeBytes int64 `json:"exec_file_size_bytes"`
+	// UIDBase and UIDCount are the uids sandboxes run as when the plugin
+	// runs as root, one per sandbox (DefaultUIDBase, DefaultUIDCount). The
+	// range must belong to this plugin alone: processes of these uids are
+	// killed when the plugin starts. A plugin not running as root must
+	// leave them unset.
+	UIDBase  int `json:"uid_base"`
+	UIDCount int `json:"uid_count"`
 }
 
 // Provider implements sandbox.Provider over local folders. One process
@@ -61,11 +72,16 @@ type Provider struct {
 	// busy marks ids being created or stopped: they are neither found nor
 	// rediscovered from disk meanwhile.
 	busy map[string]string
+	// claimed holds the uids of sandboxes being created, until their
+	// workspace folder, owned by the uid, is in place.
+	claimed map[int]string
 }
 
 type box struct {
-	info     sandbox.Info
-	fs       *dirfs.FS
+	info sandbox.Info
+	// uid the commands run as (0: the plugin's own).
+	uid      int
+	fs       *owned.FS
 	groups   *dirfs.Groups
 	services *dirfs.Services
 }
@@ -84,7 +100,7 @@ func New() *Provider { return NewWithLogger(plugin.Logger("local")) }
 // NewWithLogger returns a provider with the default configuration that logs
 // to log.
 func NewWithLogger(log hclog.Logger) *Provider {
-	p := &Provider{log: log, boxes: map[string]*box{}, busy: map[string]string{}}
+	p := &Provider{log: log, boxes: map[string]*box{}, busy: map[string]string{}, claimed: map[int]string{}}
 	p.cfg, _ = withDefaults(Config{}) // cannot fail without a root given
 	return p
 }
@@ -93,11 +109,14 @@ func NewWithLogger(log hclog.Logger) *Provider {
 func (p *Provider) Info() plugin.Info {
 	return plugin.Info{
 		Name: "local", Kind: plugin.KindSandbox, Version: "0.1.0", APIVersion: plugin.APIVersion,
-		Description: "working copies in local folders; paths confined, commands not isolated",
+		Description: "working copies in local folders; paths confined, commands not isolated (isolation: " + isolation() + ")",
 		// Commands run as host processes: they reach loopback servers and
 		// the network exactly as the host does.
-		Capabilities: map[string]string{plugin.CapabilityProvides: strings.Join(
-			[]string{plugin.FeatureExec, plugin.FeatureLoopback, plugin.FeatureNetwork, plugin.FeatureServices}, ",")},
+		Capabilities: map[string]string{
+			plugin.CapabilityProvides: strings.Join(
+				[]string{plugin.FeatureExec, plugin.FeatureLoopback, plugin.FeatureNetwork, plugin.FeatureServices}, ","),
+			plugin.CapabilityIsolation: isolation(),
+		},
 	}
 }
 
@@ -117,6 +136,22 @@ func withDefaults(c Config) (Config, error) {
 	if c.MaxFileBytes == 0 {
 		c.MaxFileBytes = DefaultMaxFileBytes
 	}
+	if !dropping() {
+		if c.UIDBase != 0 || c.UIDCount != 0 {
+			return c, plugin.Errorf(plugin.CodeInvalidArgument, "uid_base", "uid_base and uid_count need the plugin to run as root; it runs as uid %d and its commands run as that uid", os.Geteuid())
+		}
+		return c, nil
+	}
+	if c.UIDBase == 0 {
+		c.UIDBase = DefaultUIDBase
+	}
+	if c.UIDCount == 0 {
+		c.UIDCount = DefaultUIDCount
+	}
+	// uids are 32-bit and 2^32-1 means "no uid" to the kernel.
+	if int64(c.UIDBase)+int64(c.UIDCount) > 1<<32-1 {
+		return c, plugin.Errorf(plugin.CodeInvalidArgument, "uid_count", "uid_base + uid_count must stay below 4294967295")
+	}
 	return c, nil
 }
 
@@ -134,6 +169,7 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	for field, v := range map[string]int64{
 		"exec_timeout_s": int64(c.ExecTimeoutS), "output_limit_bytes": c.OutputLimitBytes,
 		"max_file_bytes": c.MaxFileBytes, "exec_cpu_s": c.ExecCPUS, "exec_file_size_bytes": c.ExecFileSizeBytes,
+		"uid_base": int64(c.UIDBase), "uid_count": int64(c.UIDCount),
 	} {
 		if v < 0 {
 			return plugin.Errorf(plugin.CodeInvalidArgument, field, "%s must not be negative", field)
@@ -143,8 +179,13 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(c.Root, 0o755); err != nil {
+	if err := prepareRoot(c); err != nil {
 		return plugin.Errorf(plugin.CodeInvalidArgument, "root", "cannot create sandbox root: %v", err)
+	}
+	// Before anything else: a previous plugin process killed with SIGKILL
+	// leaves what its commands started in the background running.
+	if n := killLeftovers(c); n > 0 {
+		p.log.Warn("killed processes left running by a previous plugin process", "signals", n)
 	}
 	for _, err := range sweepLeftovers(c.Root) {
 		p.log.Warn("leftover folder not removed", "error", err)
@@ -152,15 +193,53 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	p.mu.Lock()
 	p.cfg = c
 	p.mu.Unlock()
-	p.log.Info("configured", "root", c.Root)
+	if dropping() {
+		p.log.Info("configured", "root", c.Root, "isolation", isolation(), "uid_base", c.UIDBase, "uid_count", c.UIDCount)
+	} else {
+		p.log.Warn("configured; commands run as the plugin's own user and can read everything it can (its environment, the host's files, other sandboxes) and signal the host: run the plugin as root for per-sandbox uids, or use the bwrap backend",
+			"root", c.Root, "isolation", isolation(), "uid", os.Geteuid())
+	}
 	return nil
 }
 
-// Health reports whether the root folder is writable.
+// prepareRoot creates the root. As root, it is 0711: sandbox uids must pass
+// through it to their workspaces, but not list the other sandboxes.
+func prepareRoot(c Config) error {
+	if !dropping() {
+		return os.MkdirAll(c.Root, 0o755)
+	}
+	if err := os.MkdirAll(c.Root, 0o711); err != nil {
+		return err
+	}
+	return os.Chmod(c.Root, 0o711)
+}
+
+// killLeftovers kills what commands of an earlier plugin process left
+// running: as root every process of the sandbox uids, whatever group or
+// session it moved to; otherwise the process groups recorded under each
+// sandbox folder (see dirfs.KillRecorded for what that can miss).
+func killLeftovers(c Config) int {
+	n := killSandboxProcesses(c)
+	entries, _ := os.ReadDir(c.Root)
+	for _, e := range entries {
+		n += dirfs.KillRecorded(filepath.Join(c.Root, e.Name(), execsDir))
+	}
+	return n
+}
+
+// Health reports whether the root folder is writable and, as root,
+// reachable by the sandbox uids.
 func (p *Provider) Health(context.Context) plugin.Health {
-	root := p.config().Root
+	cfg := p.config()
+	root := cfg.Root
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return plugin.Health{Reason: fmt.Sprintf("sandbox root %s is not usable: %v", root, err)}
+	}
+	if dropping() {
+		// Any sandbox uid stands for all: none owns the root's parents.
+		if err := owned.Searchable(root, ownerOf(cfg.UIDBase)); err != nil {
+			return plugin.Health{Reason: fmt.Sprintf("sandbox root: %v (commands run as sandbox uids)", err)}
+		}
 	}
 	f, err := os.CreateTemp(root, "~health-*")
 	if err != nil {
@@ -177,22 +256,30 @@ func (p *Provider) config() Config {
 	return p.cfg
 }
 
-func newBox(cfg Config, m meta) (*box, error) {
-	groups := &dirfs.Groups{}
+// newBox serves the sandbox folder of m, its commands running as uid (0:
+// the plugin's own user).
+func newBox(cfg Config, m meta, uid int) (*box, error) {
+	dir := filepath.Join(cfg.Root, m.ID)
+	owner := ownerOf(uid)
+	// Records of the commands' process groups, for the next plugin process
+	// to kill after a crash (as root the uid finds them all anyway).
+	groups := &dirfs.Groups{RecordDir: filepath.Join(dir, execsDir)}
 	exec := dirfs.LocalExec(dirfs.ExecLimits{
 		Timeout:     time.Duration(cfg.ExecTimeoutS) * time.Second,
 		OutputLimit: cfg.OutputLimitBytes,
 		FileSize:    uint64(cfg.ExecFileSizeBytes),
 		CPUSeconds:  uint64(cfg.ExecCPUS),
+		RunAs:       owner.Credential(),
 	}, groups)
-	wsRoot := filepath.Join(cfg.Root, m.ID, workspaceDir)
+	wsRoot := filepath.Join(dir, workspaceDir)
 	// Services keep their state beside the working copy, never in it.
-	services := dirfs.NewServices(wsRoot, filepath.Join(cfg.Root, m.ID, servicesDir), nil)
+	services := dirfs.NewServices(wsRoot, filepath.Join(dir, servicesDir), nil,
+		dirfs.ServicesRunAs(owner.Credential()), dirfs.ServicesRecord(filepath.Join(dir, execsDir)))
 	fsys, err := dirfs.New(wsRoot, exec, dirfs.MaxFileBytes(cfg.MaxFileBytes), dirfs.WithServices(services))
 	if err != nil {
 		return nil, err
 	}
-	return &box{info: m.info(), fs: fsys, groups: groups, services: services}, nil
+	return &box{info: m.info(), uid: uid, fs: &owned.FS{FS: fsys, Owner: owner}, groups: groups, services: services}, nil
 }
 
 // Create makes a sandbox holding spec.Files. The working copy is written in
@@ -221,13 +308,23 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 		p.mu.Unlock()
 		return sandbox.Info{}, plugin.Errorf(plugin.CodeAlreadyExists, "sandbox_id", "sandbox %s exists", spec.ID)
 	}
+	uid := 0
+	if dropping() {
+		var err error
+		if uid, err = p.pickUID(cfg); err != nil {
+			p.mu.Unlock()
+			return sandbox.Info{}, err
+		}
+		p.claimed[uid] = spec.ID
+	}
 	p.busy[spec.ID] = "being created"
 	p.mu.Unlock()
 
 	start := time.Now()
-	b, err := p.build(ctx, cfg, spec)
+	b, err := p.build(ctx, cfg, spec, uid)
 	p.mu.Lock()
 	delete(p.busy, spec.ID)
+	delete(p.claimed, uid)
 	if err == nil {
 		p.boxes[spec.ID] = b
 	}
@@ -240,7 +337,7 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 	return b.info, nil
 }
 
-func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpec) (*box, error) {
+func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpec, uid int) (*box, error) {
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -254,6 +351,14 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 			_ = removeTree(stage)
 		}
 	}()
+	// As root: <id> is root's and 0711, so the sandbox uid passes through
+	// to its workspace (its own, 0700: closed to other sandboxes) but
+	// cannot read meta.json or the records, nor replace them.
+	if dropping() {
+		if err := os.Chmod(stage, 0o711); err != nil {
+			return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		}
+	}
 	if err := os.Mkdir(filepath.Join(stage, workspaceDir), 0o755); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -269,6 +374,10 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 			return nil, err
 		}
 	}
+	// No command has run in the staged tree yet, so a plain walk is safe.
+	if err := handTo(filepath.Join(stage, workspaceDir), uid); err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+	}
 	m := meta{ID: spec.ID, ScopeKey: spec.ScopeKey, Labels: spec.Labels, CreatedAt: time.Now().UTC()}
 	if err := writeMeta(stage, m); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
@@ -280,7 +389,19 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	placed = true
-	return newBox(cfg, m)
+	return newBox(cfg, m, uid)
+}
+
+// handTo gives a workspace no command is running in to uid, closed to
+// every other sandbox uid (0: leave it to the plugin's user).
+func handTo(ws string, uid int) error {
+	if uid == 0 {
+		return nil
+	}
+	if err := owned.OwnTree(ws, ownerOf(uid)); err != nil {
+		return fmt.Errorf("hand the workspace to uid %d: %w", uid, err)
+	}
+	return os.Chmod(ws, 0o700)
 }
 
 // lookup finds a sandbox, rediscovering its folder after a plugin restart.
@@ -305,7 +426,22 @@ func (p *Provider) lookup(id string) (*box, error) {
 	if err != nil {
 		p.log.Warn("sandbox record unreadable; using the folder's own dates", "sandbox_id", id, "error", err)
 	}
-	b, err := newBox(p.cfg, m)
+	uid := workspaceUID(p.cfg, dir)
+	if uid == 0 && dropping() {
+		// Made by a plugin that did not run as root (or with another
+		// range): give it a uid now. Leftovers were killed at start, so no
+		// command runs in it.
+		if uid, err = p.pickUID(p.cfg); err != nil {
+			return nil, err
+		}
+		if err := handTo(filepath.Join(dir, workspaceDir), uid); err != nil {
+			return nil, fmt.Errorf("open sandbox %s: %w", id, err)
+		}
+		if err := os.Chmod(dir, 0o711); err != nil {
+			return nil, fmt.Errorf("open sandbox %s: %w", id, err)
+		}
+	}
+	b, err := newBox(p.cfg, m, uid)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", id, err)
 	}
@@ -337,8 +473,9 @@ func (p *Provider) Workspace(_ context.Context, id string) (workspace.Workspace,
 // folder is first renamed aside, so the id answers NotFound at once and can
 // be created again while the old tree is still being deleted. A Stop that
 // arrives while the same id is still being created does nothing. Processes a
-// previous plugin process started in a rediscovered sandbox are not tracked
-// and are not killed (see README.md).
+// previous plugin process started in a rediscovered sandbox
+// are killed too: as root by their uid, otherwise through the records of
+// their process groups.
 func (p *Provider) Stop(_ context.Context, id string) error {
 	if checkID(id) != nil {
 		return nil
@@ -351,7 +488,8 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 	b := p.boxes[id]
 	delete(p.boxes, id)
 	p.busy[id] = "being stopped"
-	root := p.cfg.Root
+	cfg := p.cfg
+	root := cfg.Root
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -367,6 +505,12 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 		b.groups.Close()
 	}
 	dir := filepath.Join(root, id)
+	// What left the process groups (setsid), or was started by an earlier
+	// plugin process: the uid finds every process; otherwise the records.
+	if uid := workspaceUID(cfg, dir); uid != 0 && dropping() {
+		owned.KillUIDs(func(u int) bool { return u == uid })
+	}
+	dirfs.KillRecorded(filepath.Join(dir, execsDir))
 	trash := filepath.Join(root, trashPrefix+id+"-"+rand.Text()[:8])
 	if err := os.Rename(dir, trash); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

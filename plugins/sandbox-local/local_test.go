@@ -23,6 +23,18 @@ func testProvider(*testing.T) *Provider {
 	return NewWithLogger(hclog.New(&hclog.LoggerOptions{Output: hclog.DefaultOutput, Level: hclog.Warn}))
 }
 
+// reachableDir is a temporary folder sandbox uids can pass through
+// (t.TempDir's parents are 0700): roots of sandboxes whose commands run
+// live under it.
+func reachableDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "local-test-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	t.Cleanup(func() { _ = removeTree(dir) })
+	return dir
+}
+
 func configured(t *testing.T, root string) *Provider {
 	t.Helper()
 	p := testProvider(t)
@@ -32,9 +44,11 @@ func configured(t *testing.T, root string) *Provider {
 	return p
 }
 
+// TestConformance runs the SDK's kit; as root (CI's case) commands run as
+// sandbox uids, so the root lies where they can reach it.
 func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, func(t *testing.T) *sandbox.Client {
-		cfg, err := json.Marshal(Config{Root: t.TempDir()})
+		cfg, err := json.Marshal(Config{Root: filepath.Join(reachableDir(t), "sandboxes")})
 		require.NoError(t, err)
 		return plugintest.Sandbox(t, testProvider(t), cfg)
 	}, sandboxtest.Options{LocalProcesses: true})
@@ -46,6 +60,12 @@ func TestInfo(t *testing.T) {
 	assert.Equal(t, plugin.KindSandbox, info.Kind)
 	assert.Equal(t, "0.1.0", info.Version)
 	assert.Equal(t, plugin.APIVersion, info.APIVersion)
+	want := plugin.IsolationNone
+	if os.Geteuid() == 0 {
+		want = plugin.IsolationUID
+	}
+	assert.Equal(t, want, info.Capabilities[plugin.CapabilityIsolation], "root drops to sandbox uids; another user cannot")
+	assert.Contains(t, info.Description, "not isolated")
 }
 
 func TestConfigure(t *testing.T) {
@@ -66,12 +86,18 @@ func TestConfigure(t *testing.T) {
 		}},
 		{"every key", `{"root":"` + dir + `/r","exec_timeout_s":5,"output_limit_bytes":10,"max_file_bytes":20,"exec_cpu_s":30,"exec_file_size_bytes":40}`, "",
 			func(t *testing.T, c Config) {
-				assert.Equal(t, Config{Root: dir + "/r", ExecTimeoutS: 5, OutputLimitBytes: 10, MaxFileBytes: 20, ExecCPUS: 30, ExecFileSizeBytes: 40}, c)
+				want := Config{Root: dir + "/r", ExecTimeoutS: 5, OutputLimitBytes: 10, MaxFileBytes: 20, ExecCPUS: 30, ExecFileSizeBytes: 40}
+				if os.Geteuid() == 0 {
+					want.UIDBase, want.UIDCount = DefaultUIDBase, DefaultUIDCount
+				}
+				assert.Equal(t, want, c)
 			}},
 		{"relative root is made absolute", `{"root":"rel/x"}`, "", func(t *testing.T, c Config) {
 			assert.Equal(t, filepath.Join(dir, "rel", "x"), c.Root)
 		}},
 		{"unknown key", `{"rooot":"/x"}`, plugin.CodeInvalidArgument, nil},
+		{"negative uid_base", `{"uid_base":-1}`, plugin.CodeInvalidArgument, nil},
+		{"uid range past 32 bits", `{"uid_base":4294967000,"uid_count":1000}`, plugin.CodeInvalidArgument, nil},
 		{"wrong type", `{"exec_timeout_s":"5"}`, plugin.CodeInvalidArgument, nil},
 		{"negative", `{"output_limit_bytes":-1}`, plugin.CodeInvalidArgument, nil},
 		{"root under a file", `{"root":"` + dir + `/file/x"}`, plugin.CodeInvalidArgument, nil},
@@ -168,9 +194,16 @@ func TestRediscovery(t *testing.T) {
 
 func TestHealthAndPorts(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
+	root := filepath.Join(reachableDir(t), "sandboxes")
 	p := configured(t, root)
-	assert.True(t, p.Health(ctx).Healthy)
+	assert.True(t, p.Health(ctx).Healthy, p.Health(ctx).Reason)
+	if os.Geteuid() == 0 {
+		// Commands run as sandbox uids, which cannot pass a 0700 folder.
+		closed := configured(t, filepath.Join(t.TempDir(), "sandboxes"))
+		h := closed.Health(ctx)
+		assert.False(t, h.Healthy)
+		assert.Contains(t, h.Reason, "not reachable by uid")
+	}
 
 	_, err := p.Create(ctx, sandbox.CreateSpec{ID: "web"})
 	require.NoError(t, err)

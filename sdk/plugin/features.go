@@ -60,3 +60,38 @@ func MissingFeatures(requires, provides string) []string {
 	}
 	return missing
 }
+
+// CapabilityIsolation, on a sandbox backend, says how far its commands are
+// kept from the host: one of the Isolation values. The host shows it in
+// /readyz, `agenthost plugins check` and an app's capabilities, and logs a
+// warning at start-up for a backend that does not use namespaces. A backend
+// that does not report it is shown as IsolationUnknown.
+const CapabilityIsolation = "isolation"
+
+// Isolation levels a sandbox backend reports under CapabilityIsolation.
+const (
+	// IsolationNone: commands run as the host's own user. They can read
+	// what the host can (its environment through /proc, its database, the
+	// other sandboxes) and signal its processes.
+	IsolationNone = "none"
+	// IsolationUID: commands run as an unprivileged uid of their own, so
+	// they cannot read the host's or other sandboxes' private files or
+	// signal their processes, but they share the host's filesystem view,
+	// network (loopback services included), /tmp and process list.
+	IsolationUID = "uid"
+	// IsolationNamespaces: commands run in namespaces of their own (mount,
+	// pid, and so on) as an unprivileged uid, seeing only what the backend
+	// mounts.
+	IsolationNamespaces = "namespaces"
+	// IsolationUnknown is how the host shows a backend that reports none.
+	IsolationUnknown = "unknown"
+)
+
+// IsolationOf returns the isolation a sandbox backend's capabilities
+// report, or IsolationUnknown.
+func IsolationOf(caps map[string]string) string {
+	if v := strings.TrimSpace(caps[CapabilityIsolation]); v != "" {
+		return v
+	}
+	return IsolationUnknown
+}

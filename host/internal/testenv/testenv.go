@@ -77,9 +77,47 @@ func PluginConfigDir(t testing.TB, names ...string) string {
 			continue
 		}
 		body := fmt.Sprintf("plugin %q {\n  kind    = %q\n  command = %q\n}\n", n, kinds[n], DefaultPlugins[n])
+		if n == "local" {
+			body = fmt.Sprintf("plugin \"local\" {\n  kind    = \"sandbox\"\n  command = %q\n  config {\n    root = %q\n  }\n}\n",
+				DefaultPlugins[n], LocalSandboxRoot(t))
+		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n+".hcl"), []byte(body), 0o644))
 	}
 	return dir
+}
+
+// ReachableDir returns a fresh folder, removed after the test, that
+// sandbox uids can pass through: a t.TempDir's parents are 0700, and a
+// sandbox plugin running as root runs commands as other uids.
+func ReachableDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "agenthost-sandboxes-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	t.Cleanup(func() { _ = removeAll(dir) })
+	return dir
+}
+
+// LocalSandboxRoot is a root for the local sandbox in a ReachableDir.
+func LocalSandboxRoot(t testing.TB) string {
+	return filepath.Join(ReachableDir(t), "sandboxes")
+}
+
+// LocalSandboxConfig is the local sandbox's config block (JSON) with its
+// root in a ReachableDir.
+func LocalSandboxConfig(t testing.TB) []byte {
+	return fmt.Appendf(nil, `{"root":%q}`, LocalSandboxRoot(t))
+}
+
+// removeAll removes a folder where a command made parts read-only.
+func removeAll(dir string) error {
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
 }
 
 // RequireBwrapEnv, set to 1 (.ci/run sets it), makes a missing bwrap fail

@@ -52,6 +52,11 @@ type ExecLimits struct {
 	// (and inherited by what it starts).
 	FileSize   uint64
 	CPUSeconds uint64
+	// RunAs, when set, is the uid/gid (and groups) commands run as; the
+	// plugin must be root. The working folder and its parents must be
+	// searchable by that uid: exec switches credentials before it changes
+	// into the folder.
+	RunAs *syscall.Credential
 }
 
 func (l ExecLimits) withDefaults() ExecLimits {
@@ -132,7 +137,9 @@ func runLocal(ctx context.Context, limits ExecLimits, groups *Groups, root, dir 
 	}
 	cmd := &exec.Cmd{
 		Path: argv0, Args: req.Argv, Dir: dir, Env: env, Stdout: outW, Stderr: errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		// Go applies Pdeathsig after the credentials: the kernel clears
+		// it on a uid change.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: limits.RunAs},
 		// Only stdin is copied by exec now; do not let a background
 		// process that never reads it hold Wait.
 		WaitDelay: outputGrace,

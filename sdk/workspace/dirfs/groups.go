@@ -14,6 +14,13 @@ import (
 // in the background (a dev server, say), and the goroutines still draining
 // their output. The zero value is ready to use.
 type Groups struct {
+	// RecordDir, when set, is a folder (created on demand) where each
+	// tracked group leaves a file while it may have processes, so that a
+	// plugin relaunched after a crash can kill what its predecessor's
+	// commands left in the background (KillRecorded). Set it before the
+	// first Exec.
+	RecordDir string
+
 	mu sync.Mutex
 	// pgid → start time of the group leader (clock ticks since boot, from
 	// /proc; 0 when unknown), to tell our group from a reused pid number.
@@ -43,11 +50,23 @@ func (g *Groups) add(pgid int) bool {
 	// actually running.
 	for id := range g.pgids {
 		if syscall.Kill(-id, 0) == syscall.ESRCH {
-			delete(g.pgids, id)
+			g.forgetLocked(id)
 		}
 	}
 	g.pgids[pgid] = start
+	if g.RecordDir != "" {
+		// Best effort: a record that cannot be written costs only the
+		// clean-up after a crash, which must not fail the command.
+		_ = writeRecord(g.RecordDir, pgid, start)
+	}
 	return true
+}
+
+func (g *Groups) forgetLocked(pgid int) {
+	delete(g.pgids, pgid)
+	if g.RecordDir != "" {
+		_ = os.Remove(recordPath(g.RecordDir, pgid))
+	}
 }
 
 // adopt takes ownership of output pipes that outlive their command; done
@@ -104,12 +123,12 @@ func (g *Groups) killLocked() {
 		// group is gone and the signal would hit a stranger's.
 		if start != 0 {
 			if now, ok := procStart(id); ok && now != start {
-				delete(g.pgids, id)
+				g.forgetLocked(id)
 				continue
 			}
 		}
 		_ = syscall.Kill(-id, syscall.SIGKILL)
-		delete(g.pgids, id)
+		g.forgetLocked(id)
 	}
 }
 
@@ -133,24 +152,37 @@ func closeAll(cs []io.Closer) {
 	}
 }
 
-// procStart reads a process's start time from /proc/<pid>/stat (field 22).
-// The command name (field 2) may hold spaces and parentheses, so fields are
-// counted from the last ')'.
+// procStart reads a process's start time (clock ticks since boot).
 func procStart(pid int) (uint64, bool) {
+	st, ok := procStat(pid)
+	return st.start, ok
+}
+
+type stat struct {
+	pgrp  int
+	start uint64
+}
+
+// procStat reads a process's group (field 5) and start time (field 22)
+// from /proc/<pid>/stat. The command name (field 2) may hold spaces and
+// parentheses, so fields are counted from the last ')'.
+func procStat(pid int) (stat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, false
+		return stat{}, false
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, false
+		return stat{}, false
 	}
 	f := strings.Fields(s[i+1:])
-	const startField = 22 - 3 // fields after ')' begin at field 3 (state)
+	// Fields after ')' begin at field 3 (state).
+	const pgrpField, startField = 5 - 3, 22 - 3
 	if len(f) <= startField {
-		return 0, false
+		return stat{}, false
 	}
-	v, err := strconv.ParseUint(f[startField], 10, 64)
-	return v, err == nil
+	pgrp, err1 := strconv.Atoi(f[pgrpField])
+	start, err2 := strconv.ParseUint(f[startField], 10, 64)
+	return stat{pgrp: pgrp, start: start}, err1 == nil && err2 == nil
 }

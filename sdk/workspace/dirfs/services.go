@@ -51,6 +51,8 @@ type Services struct {
 	stateDir string
 	wrap     WrapFunc
 	fileSize uint64
+	runAs    *syscall.Credential
+	record   string
 
 	mu       sync.Mutex
 	services map[string]*service
@@ -64,11 +66,30 @@ type service struct {
 	done chan struct{}
 }
 
+// ServicesOption adjusts NewServices.
+type ServicesOption func(*Services)
+
+// ServicesRunAs runs every service as cred's uid/gid (the plugin must be
+// root) and hands the state folders to that uid; nil keeps the plugin's.
+func ServicesRunAs(cred *syscall.Credential) ServicesOption {
+	return func(s *Services) { s.runAs = cred }
+}
+
+// ServicesRecord records each service's process group in dir, as
+// Groups.RecordDir does, for KillRecorded after a crash.
+func ServicesRecord(dir string) ServicesOption {
+	return func(s *Services) { s.record = dir }
+}
+
 // NewServices returns the services of the workspace rooted at root; each
 // service's {state} folder is made under stateDir, which must lie outside
 // the workspace. wrap may be nil (commands run as they are).
-func NewServices(root, stateDir string, wrap WrapFunc) *Services {
-	return &Services{root: root, stateDir: stateDir, wrap: wrap, fileSize: DefaultFileSizeLimit, services: map[string]*service{}}
+func NewServices(root, stateDir string, wrap WrapFunc, opts ...ServicesOption) *Services {
+	s := &Services{root: root, stateDir: stateDir, wrap: wrap, fileSize: DefaultFileSizeLimit, services: map[string]*service{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // WithServices makes an FS answer workspace.Services through s.
@@ -107,6 +128,14 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		return workspace.ServiceInfo{}, fmt.Errorf("service %s: state folder: %w", spec.Name, err)
 	}
+	if s.runAs != nil {
+		// The service writes its state; the folders are root's so far.
+		for _, d := range []string{s.stateDir, state} {
+			if err := os.Lchown(d, int(s.runAs.Uid), int(s.runAs.Gid)); err != nil {
+				return workspace.ServiceInfo{}, fmt.Errorf("service %s: hand the state folder to uid %d: %w", spec.Name, s.runAs.Uid, err)
+			}
+		}
+	}
 	port := 0
 	if usesPlaceholder(spec, workspace.PlaceholderPort) {
 		p, err := freePort()
@@ -138,7 +167,7 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 	tail := &tailBuffer{max: serviceTailBytes}
 	c := &exec.Cmd{
 		Path: path, Args: argv, Dir: dir, Env: env, Stdout: tail, Stderr: tail,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.runAs},
 		// Children left holding the output pipes must not hold Wait.
 		WaitDelay: time.Second,
 	}
@@ -146,6 +175,11 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeUnavailable, "argv", "service %s: start %s: %v", spec.Name, argv[0], err)
 	}
 	pid := c.Process.Pid
+	if s.record != "" {
+		// Best effort, as for Groups: it only serves clean-up after a crash.
+		start, _ := procStart(pid)
+		_ = writeRecord(s.record, pid, start)
+	}
 	_ = unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: s.fileSize, Max: s.fileSize}, nil)
 	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), info: workspace.ServiceInfo{
 		Name: spec.Name, Running: true, Port: port, StartedAt: time.Now(),
@@ -202,7 +236,16 @@ func (s *Services) StopService(ctx context.Context, name string, grace time.Dura
 	if svc == nil {
 		return nil
 	}
-	return stopService(ctx, svc, grace)
+	err := stopService(ctx, svc, grace)
+	s.forget(svc)
+	return err
+}
+
+// forget removes a stopped service's record: its group has been killed.
+func (s *Services) forget(svc *service) {
+	if s.record != "" {
+		_ = os.Remove(recordPath(s.record, svc.pgid))
+	}
 }
 
 // stopService sends SIGTERM to the service's group, SIGKILL after grace,
@@ -251,6 +294,7 @@ func (s *Services) Close(grace time.Duration) {
 		go func() {
 			defer wg.Done()
 			_ = stopService(context.Background(), svc, grace)
+			s.forget(svc)
 		}()
 	}
 	wg.Wait()
