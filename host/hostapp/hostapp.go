@@ -37,7 +37,7 @@ type Host struct {
 // Start opens the database (migrating it), repairs runs a previous process
 // left unfinished, launches the plugins and builds the orchestrator.
 func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error) {
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := privateDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	policy, err := endpointPolicy(cfg)
@@ -88,6 +88,23 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		Endpoints: policy,
 	})
 	return &Host{Store: st, Plugins: mgr, Orch: orch, Handler: handler, log: log}, nil
+}
+
+// privateDataDir makes the data dir passable but not listable or readable
+// by other users (0711): sandbox uids must reach their workspaces under
+// it, and must not read anything else there.
+func privateDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if mode := fi.Mode().Perm(); mode&0o066 != 0 {
+		return os.Chmod(dir, mode&^0o066)
+	}
+	return nil
 }
 
 // endpointPolicy builds the key-to-endpoint policy from the config's

@@ -103,7 +103,10 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	if path == "" {
 		path = filepath.Join(dataDir, "agenthost.db")
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := ensurePrivateFile(path); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
 		return nil, err
 	}
 	// WAL lets readers run beside the writer; synchronous=NORMAL in WAL mode
@@ -227,3 +230,25 @@ func LatestVersion(d Dialect) (uint, error) {
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.w.PingContext(ctx) }
+
+// ensurePrivateFile makes the SQLite database file (and its WAL and shared
+// memory files, which SQLite creates with the database's mode) readable by
+// the host's user only: sandboxed commands run as other uids on this
+// machine, and the database holds every tenant's prompts and files. An
+// existing file is tightened too.
+func ensurePrivateFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o711); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open database file: %w", err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("make %s private: %w", p, err)
+		}
+	}
+	return nil
+}

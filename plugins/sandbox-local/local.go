@@ -9,6 +9,8 @@ package local
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -175,12 +177,26 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 			return plugin.Errorf(plugin.CodeInvalidArgument, field, "%s must not be negative", field)
 		}
 	}
+	defaultRoot := c.Root == ""
 	c, err := withDefaults(c)
 	if err != nil {
 		return err
 	}
 	if err := prepareRoot(c); err != nil {
 		return plugin.Errorf(plugin.CodeInvalidArgument, "root", "cannot create sandbox root: %v", err)
+	}
+	if defaultRoot && dropping() {
+		if err := owned.Searchable(c.Root, ownerOf(c.UIDBase)); err != nil {
+			// A checkout under a private home (/root is 0700): the data
+			// dir's sandboxes are out of the sandbox uids' reach. A root
+			// the operator did not choose moves to where they can pass.
+			fallback := fallbackRoot(c.Root)
+			p.log.Warn("the default sandbox root is not reachable by sandbox uids; using another", "root", c.Root, "reason", err, "instead", fallback)
+			c.Root = fallback
+			if err := prepareRoot(c); err != nil {
+				return plugin.Errorf(plugin.CodeInvalidArgument, "root", "cannot create sandbox root: %v", err)
+			}
+		}
 	}
 	// Before anything else: a previous plugin process killed with SIGKILL
 	// leaves what its commands started in the background running.
@@ -200,6 +216,17 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 			"root", c.Root, "isolation", isolation(), "uid", os.Geteuid())
 	}
 	return nil
+}
+
+// FallbackRootDir is where a root plugin keeps sandboxes when the default
+// root under the data dir is not reachable by sandbox uids.
+const FallbackRootDir = "/var/lib/agenthost/sandboxes"
+
+// fallbackRoot names a folder under FallbackRootDir for one default root,
+// so two hosts with different data dirs do not share sandboxes.
+func fallbackRoot(defaultRoot string) string {
+	sum := sha256.Sum256([]byte(defaultRoot))
+	return filepath.Join(FallbackRootDir, hex.EncodeToString(sum[:6]), "local")
 }
 
 // prepareRoot creates the root. As root, it is 0711: sandbox uids must pass

@@ -70,7 +70,7 @@ func TestInfo(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := reachableDir(t) // as root a private default root would move (TestUnreachableDefaultRootFallsBack)
 	cases := []struct {
 		name string
 		raw  string
@@ -117,10 +117,13 @@ func TestConfigure(t *testing.T) {
 			tc.want(t, p.config())
 		})
 	}
-	t.Setenv("AGENTHOST_DATA_DIR", filepath.Join(dir, "datadir"))
+	// The default root is under the data dir (a reachable one: as root a
+	// private one moves elsewhere, TestUnreachableDefaultRootFallsBack).
+	data := filepath.Join(reachableDir(t), "datadir")
+	t.Setenv("AGENTHOST_DATA_DIR", data)
 	p := testProvider(t)
 	require.NoError(t, p.Configure(ctx, nil))
-	assert.Equal(t, filepath.Join(dir, "datadir", "sandboxes", "local"), p.config().Root)
+	assert.Equal(t, filepath.Join(data, "sandboxes", "local"), p.config().Root)
 }
 
 func TestIDs(t *testing.T) {
@@ -234,4 +237,34 @@ func TestLeftoversAreSwept(t *testing.T) {
 	configured(t, root)
 	assert.NoDirExists(t, old, "an old staging folder is removed")
 	assert.DirExists(t, fresh, "a recent one may belong to another process")
+}
+
+// TestUnreachableDefaultRootFallsBack: as root, with the data dir under a
+// private folder (a checkout in /root), the default root would be out of
+// the sandbox uids' reach; the plugin moves it under FallbackRootDir and
+// its commands run.
+func TestUnreachableDefaultRootFallsBack(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only a root plugin runs commands as other uids")
+	}
+	ctx := context.Background()
+	private := filepath.Join(t.TempDir(), "home")
+	require.NoError(t, os.MkdirAll(private, 0o700))
+	t.Setenv("AGENTHOST_DATA_DIR", filepath.Join(private, "data"))
+	p := testProvider(t)
+	require.NoError(t, p.Configure(ctx, nil))
+	root := p.config().Root
+	t.Cleanup(func() { _ = removeTree(root) })
+	assert.True(t, strings.HasPrefix(root, FallbackRootDir+"/"), root)
+	require.True(t, p.Health(ctx).Healthy, p.Health(ctx).Reason)
+
+	_, err := p.Create(ctx, sandbox.CreateSpec{ID: "fallback", Files: []sandbox.File{{Path: "a.txt", Data: []byte("a\n"), Mode: 0o644}}})
+	require.NoError(t, err)
+	defer func() { _ = p.Stop(ctx, "fallback") }()
+	ws, err := p.Workspace(ctx, "fallback")
+	require.NoError(t, err)
+	res, err := ws.Exec(ctx, workspace.ExecRequest{Argv: []string{"sh", "-c", "cat a.txt && echo b > b.txt"}})
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	assert.Equal(t, "a\n", string(res.Stdout))
 }
