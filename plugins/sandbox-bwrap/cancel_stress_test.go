@@ -62,8 +62,8 @@ var cancelStages = []cancelStage{
 // cancelStressRounds is how many times each stage is tried (times its
 // tries): about 10 s on a 2-core machine at load 12. With bwrap's
 // --new-session restored (issue 14), 30% of the cancels at the session
-// stage and a few at the others leaked a sandbox, so a run missing the bug
-// has a chance under one in a million (0.7^36).
+// stage and a few at the others leaked a sandbox (it failed 4 runs of 4),
+// so a run missing the bug has a chance of about 3 in a million (0.7^36).
 const cancelStressRounds = 12
 
 // TestCancelDuringStartStress cancels commands at every stage of their
@@ -75,6 +75,8 @@ func TestCancelDuringStartStress(t *testing.T) {
 	ctx := context.Background()
 	p, err := NewWithLogger(Options{Helper: filepath.Join(binDir, "agenthost-sandbox-bwrap")}, hclog.NewNullLogger())
 	require.NoError(t, err)
+	// A stage that never comes ends its command at this timeout, which the
+	// assertion then reports, instead of hanging the test.
 	raw, err := json.Marshal(Config{Root: filepath.Join(reachableDir(t), "sandboxes"), ExecTimeoutS: 60})
 	require.NoError(t, err)
 	require.NoError(t, p.Configure(ctx, raw))
