@@ -67,14 +67,24 @@ func writeEtc(root string) error {
 
 // sandboxArgs builds bwrap's arguments for one command: new user, pid, ipc,
 // uts, cgroup and mount namespaces (and net unless the policy is host), no
-// capabilities, a fresh session, death with the plugin, system folders and
-// an /etc allow-list read-only, the workspace read-write at WorkspacePath,
-// private /tmp, /proc and /dev. argv runs through sh so that a missing or
+// capabilities, death with the plugin, system folders and an /etc
+// allow-list read-only, the workspace read-write at WorkspacePath, private
+// /tmp, /proc and /dev. argv runs through sh so that a missing or
 // non-executable command answers 127 / 126 as it does on local.
+//
+// No --new-session: the exec machinery already starts the helper, and so
+// bwrap, in a session of its own without a controlling terminal, which is
+// what --new-session is for (TIOCSTI). bwrap's --new-session would make the
+// sandbox's pid-namespace init call setsid, leaving the process group a
+// cancel, a timeout or Stop kills, and only afterwards arm its parent-death
+// signal: a kill landing in between killed bwrap but orphaned the init, and
+// with it the whole sandbox (issue 14). Kept in the group, the init dies
+// with the group kill, and the kernel then kills everything in its
+// namespace.
 func sandboxArgs(cfg Config, workspace, rel string, argv []string) []string {
 	a := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--die-with-parent", "--cap-drop", "ALL",
 		"--uid", strconv.Itoa(insideUID), "--gid", strconv.Itoa(insideGID),
 		"--hostname", "sandbox",
 	}

@@ -76,10 +76,12 @@ func (p *Provider) newBox(cfg Config, info sandbox.Info) (*box, error) {
 	return b, nil
 }
 
-// sandboxed wraps the shared local exec machinery (process group, timeout,
-// cancel, output cap, streaming, Stop's kill) around the helper and bwrap:
-// killing the helper's group kills bwrap, whose --die-with-parent kills the
-// sandbox's pid-namespace init, and with it every process of the command.
+// sandboxed wraps the shared local exec machinery (session and process
+// group, timeout, cancel, output cap, streaming, Stop's kill) around the
+// helper and bwrap: killing the helper's group kills bwrap and the
+// sandbox's pid-namespace init, which never leaves that group (no
+// --new-session, see sandboxArgs), and the init's death kills every other
+// process of the command.
 func (p *Provider) sandboxed(cfg Config, boxDir string, run dirfs.ExecFunc) dirfs.ExecFunc {
 	return func(ctx context.Context, root, dir string, req workspace.ExecRequest) (workspace.ExecResult, error) {
 		rel, err := filepath.Rel(root, dir)

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
@@ -331,6 +332,9 @@ func (p *Provider) selfTest(ctx context.Context, c Config) error {
 	plan := p.plan(c, "", ws, ".", []string{"true"})
 	cmd := exec.CommandContext(ctx, plan[0], plan[1:]...)
 	cmd.Env = []string{"PATH=" + dirfs.SandboxPATH}
+	// As dirfs starts every command: the helper insists on leading its own
+	// session (see sandboxArgs).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("bubblewrap cannot start a sandbox (user namespaces disabled, or a seccomp/AppArmor policy forbids them?): %v: %s", err, strings.TrimSpace(string(out)))
 	}

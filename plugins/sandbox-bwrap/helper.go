@@ -87,6 +87,16 @@ func runHelper(argv []string) error {
 	if err != nil {
 		return err
 	}
+	// bwrap runs without --new-session (see sandboxArgs) because the exec
+	// machinery gives this process a session of its own. Refuse to run a
+	// sandbox in the plugin's session, with its controlling terminal, if
+	// that ever changes.
+	if sid, err := unix.Getsid(0); err != nil || sid != os.Getpid() {
+		return fmt.Errorf("the exec helper must lead a session of its own (session %d, pid %d, %v)", sid, os.Getpid(), err)
+	}
+	// The parent-death signal the exec machinery asked for is cleared by
+	// the kernel when the uid changes below; note the parent to re-arm it.
+	parent := os.Getppid()
 	if p.pidFile != "-" {
 		if err := os.WriteFile(p.pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 			return fmt.Errorf("record pid: %w", err)
@@ -102,6 +112,15 @@ func runHelper(argv []string) error {
 		}
 		if err := syscall.Setresuid(p.uid, p.uid, p.uid); err != nil {
 			return fmt.Errorf("set uid %d: %w", p.uid, err)
+		}
+		// Re-arm it (exec keeps it: bwrap is not set-uid), so a plugin
+		// dying before bwrap arms its own --die-with-parent still takes
+		// this process with it; if the plugin died meanwhile, stop here.
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+			return fmt.Errorf("set parent-death signal: %w", err)
+		}
+		if os.Getppid() != parent {
+			return fmt.Errorf("the plugin exited while the command started")
 		}
 	}
 	limits := []struct {

@@ -76,9 +76,10 @@ func (l ExecLimits) withDefaults() ExecLimits {
 }
 
 // LocalExec returns an ExecFunc that runs commands on this machine as the
-// plugin's user. Each command gets its own process group (a timeout or a
-// cancelled ctx SIGKILLs the whole group; groups records it so Close can
-// kill what it left in the background), SIGKILL if the plugin dies, an
+// plugin's user. Each command gets its own session and process group, with
+// no controlling terminal (a timeout or a cancelled ctx SIGKILLs the whole
+// group; groups records it so Close can kill what it left in the
+// background), SIGKILL if the plugin dies, an
 // environment of only PATH=SandboxPATH, HOME=<workspace root>, LANG=C.UTF-8
 // and req.Env, CPU and file-size rlimits, a wall-clock timeout (TimedOut)
 // and a cap on stdout+stderr together (OutputTruncated). Output streams to
@@ -137,9 +138,16 @@ func runLocal(ctx context.Context, limits ExecLimits, groups *Groups, root, dir 
 	}
 	cmd := &exec.Cmd{
 		Path: argv0, Args: req.Argv, Dir: dir, Env: env, Stdout: outW, Stderr: errW,
-		// Go applies Pdeathsig after the credentials: the kernel clears
-		// it on a uid change.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: limits.RunAs},
+		// A session of its own rather than only a process group: setsid
+		// also makes the command its group's leader (pgid == pid, which
+		// the kills below rely on), and leaves it without a controlling
+		// terminal, so nothing it runs can read or type into the
+		// terminal the host was started from (TIOCSTI). Wrappers such as
+		// bwrap then need no setsid of their own, which would take part
+		// of the tree out of the group the kills reach. Go applies
+		// Pdeathsig after the credentials: the kernel clears it on a uid
+		// change.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: limits.RunAs},
 		// Only stdin is copied by exec now; do not let a background
 		// process that never reads it hold Wait.
 		WaitDelay: outputGrace,
@@ -164,7 +172,7 @@ func runLocal(ctx context.Context, limits ExecLimits, groups *Groups, root, dir 
 		return workspace.ExecResult{}, fmt.Errorf("start %s: %w", req.Argv[0], err)
 	}
 	copied := out.copy(outR, errR)
-	pid := cmd.Process.Pid // also the group id (Setpgid)
+	pid := cmd.Process.Pid // also the group id (Setsid)
 	stopped := !groups.add(pid)
 	if stopped {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)

@@ -239,3 +239,22 @@ func TestProcStart(t *testing.T) {
 	_, ok = procStart(1 << 30)
 	assert.False(t, ok)
 }
+
+// TestExecOwnSessionWithoutTerminal: a command leads a session and a
+// process group of its own (the kills target the group; wrappers such as
+// bwrap rely on the session instead of making their own) and has no
+// controlling terminal, even when the plugin has one.
+func TestExecOwnSessionWithoutTerminal(t *testing.T) {
+	f, _ := newFS(t)
+	res, err := f.Exec(context.Background(), workspace.ExecRequest{Argv: []string{"sh", "-c", "cat /proc/$$/stat"}})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	st := string(res.Stdout)
+	pid, _, _ := strings.Cut(st, " ")
+	// After the command name: state ppid pgrp session tty_nr ...
+	fields := strings.Fields(st[strings.LastIndexByte(st, ')')+1:])
+	require.GreaterOrEqual(t, len(fields), 5, st)
+	assert.Equal(t, pid, fields[2], "process group")
+	assert.Equal(t, pid, fields[3], "session")
+	assert.Equal(t, "0", fields[4], "controlling terminal")
+}
