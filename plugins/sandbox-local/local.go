@@ -9,10 +9,10 @@ package local
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
