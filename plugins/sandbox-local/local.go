@@ -178,6 +178,7 @@ func (p *Provider) config() Config {
 }
 
 func newBox(cfg Config, m meta) (*box, error) {
+	cfg = limited(cfg, m.MaxFileBytes)
 	groups := &dirfs.Groups{}
 	exec := dirfs.LocalExec(dirfs.ExecLimits{
 		Timeout:     time.Duration(cfg.ExecTimeoutS) * time.Second,
@@ -202,7 +203,7 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 	if err := checkID(spec.ID); err != nil {
 		return sandbox.Info{}, err
 	}
-	cfg := p.config()
+	cfg := limited(p.config(), spec.MaxFileBytes)
 	// Check every file before touching the disk: a bad file set is the
 	// caller's error and should cost nothing.
 	for _, f := range spec.Files {
@@ -269,7 +270,7 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 			return nil, err
 		}
 	}
-	m := meta{ID: spec.ID, ScopeKey: spec.ScopeKey, Labels: spec.Labels, CreatedAt: time.Now().UTC()}
+	m := meta{ID: spec.ID, ScopeKey: spec.ScopeKey, Labels: spec.Labels, CreatedAt: time.Now().UTC(), MaxFileBytes: spec.MaxFileBytes}
 	if err := writeMeta(stage, m); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -383,15 +384,15 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 	return nil
 }
 
-// Snapshot reads the working copy: regular files in path order, without
-// symlinks and without what exclude matches (excluded folders are not
-// walked).
-func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string) ([]sandbox.File, error) {
+// Snapshot streams the working copy: regular files in path order, symlinks
+// and unstorable names reported as left out, without what exclude matches
+// (excluded folders are not walked).
+func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string, emit func(sandbox.SnapshotEntry) error) error {
 	b, err := p.lookup(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return b.fs.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) })
+	return b.fs.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
 }
 
 // ExposePort says where a port of the sandbox is reachable: a local
