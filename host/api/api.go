@@ -48,6 +48,9 @@ type Deps struct {
 	Heartbeat time.Duration
 	// Metrics, when set, is served at /metrics (Prometheus).
 	Metrics http.Handler
+	// Limits are the host's file limits, held to by every handler that
+	// stores files (checkFiles); zero fields mean the defaults.
+	Limits core.FileLimits
 }
 
 // Server is the HTTP API.
@@ -66,6 +69,7 @@ func New(d Deps) http.Handler {
 	if d.Heartbeat == 0 {
 		d.Heartbeat = 15 * time.Second
 	}
+	d.Limits = d.Limits.WithDefaults()
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{deps: d, log: d.Logger.Named("api")}
 	r := gin.New()
