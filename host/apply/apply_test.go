@@ -63,7 +63,7 @@ func (f fixture) run(id string) *core.Run {
 	return &core.Run{ID: id, AppID: "app1", BaseRevisionID: f.base, Prompt: "make it better\nplease", ChatSessionID: "chat1"}
 }
 
-func (f fixture) head(t *testing.T) string {
+func (f fixture) head(t testing.TB) string {
 	a, err := f.s.GetApp(context.Background(), "app1")
 	require.NoError(t, err)
 	return a.DraftRevisionID
