@@ -34,6 +34,11 @@ const (
 	CodeSandboxError = "SANDBOX_ERROR"
 	// The run's files could not be stored as a revision (the store failed).
 	CodeApplyFailed = "RESULT_APPLY_FAILED"
+	// A run's result breaks the file limits (FileLimits): it is not
+	// applied, and the app's draft stays as it was.
+	CodeResultTooLarge = "RESULT_TOO_LARGE"
+	// An upload, an edit or a new app breaks the file limits.
+	CodeFilesTooLarge = "FILES_TOO_LARGE"
 	// The host is shutting down and could not finish the run.
 	CodeHostShutdown = "HOST_SHUTDOWN"
 

@@ -71,6 +71,11 @@ const (
 	StageSandboxReady    = "sandbox_ready"
 	StageEngineStarting  = "engine_starting"
 	StageApplying        = "applying"
+	// StageWarning says something of the run's files was left out (a file
+	// over the limits kept out of the sandbox, a symlink or an unstorable
+	// name left out of the result); the payload's "left_out" lists them as
+	// {path, reason}. The run goes on.
+	StageWarning = "warning"
 )
 
 // GeneratedArtifacts are left out when a sandbox becomes a revision: build

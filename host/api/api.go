@@ -56,6 +56,9 @@ type Deps struct {
 	// Endpoints is the operator's key-to-endpoint policy for models; nil
 	// means the implicit bindings only.
 	Endpoints *endpoints.Policy
+	// Limits are the host's file limits, held to by every handler that
+	// stores files (checkFiles); zero fields mean the defaults.
+	Limits core.FileLimits
 }
 
 // Server is the HTTP API.
@@ -77,6 +80,7 @@ func New(d Deps) http.Handler {
 	if d.Endpoints == nil {
 		d.Endpoints, _ = endpoints.New(nil) // the implicit bindings always parse
 	}
+	d.Limits = d.Limits.WithDefaults()
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{deps: d, log: d.Logger.Named("api")}
 	r := gin.New()

@@ -101,6 +101,10 @@ func (s *Server) createApp(c *gin.Context) {
 			sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 		}
 	}
+	if err := s.checkFiles(files, nil); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	ctx := c.Request.Context()
 	p := principal(c)
 	a := store.App{ID: orchestrator.NewID("app"), TenantID: p.TenantID, Name: name}

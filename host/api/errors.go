@@ -37,6 +37,7 @@ var statusOf = map[string]int{
 	core.CodeRunFinished:              http.StatusConflict,
 	core.CodeIdempotencyKeyReused:     http.StatusConflict,
 	core.CodeHostShutdown:             http.StatusServiceUnavailable,
+	core.CodeFilesTooLarge:            http.StatusRequestEntityTooLarge,
 	CodeUnauthenticated:               http.StatusUnauthorized,
 	CodeForbidden:                     http.StatusForbidden,
 	CodeTooLarge:                      http.StatusRequestEntityTooLarge,

@@ -55,8 +55,9 @@ func startEnvWith(t testing.TB, dialect string, plugins ...string) *env {
 	return startEnvIn(t, dialect, testenv.PluginConfigDir(t, plugins...))
 }
 
-// startEnvIn starts a host with the plugin configs of configDir.
-func startEnvIn(t testing.TB, dialect, configDir string) *env {
+// startEnvIn starts a host with the plugin configs of configDir; mods
+// change its config before it starts.
+func startEnvIn(t testing.TB, dialect, configDir string, mods ...func(*config.Host)) *env {
 	dataDir := t.TempDir()
 	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: configDir, DatabaseURL: filepath.Join(dataDir, "a.db")}
 	// Key-to-endpoint bindings come from the environment, as config.Load
@@ -64,6 +65,9 @@ func startEnvIn(t testing.TB, dialect, configDir string) *env {
 	providers, err := config.ParseKeyEndpoints(os.Getenv(config.KeyEndpointsEnv))
 	require.NoError(t, err)
 	cfg.Providers = providers
+	for _, m := range mods {
+		m(&cfg)
+	}
 	if dialect == "postgres" {
 		cfg.DatabaseURL = testenv.PostgresURL(t)
 	}

@@ -402,6 +402,10 @@ func (s *Server) createRevision(c *gin.Context) {
 	for _, f := range byPath {
 		files = append(files, f)
 	}
+	if err := s.checkFiles(files, current); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	msg := req.Message
 	if msg == "" {
 		msg = "edit"

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/agenthost/agenthost/core"
@@ -33,9 +34,10 @@ const (
 type Store interface {
 	GetApp(ctx context.Context, id string) (store.App, error)
 	GetRevision(ctx context.Context, id string) (store.Revision, []store.ManifestEntry, error)
-	RevisionFiles(ctx context.Context, revisionID string) ([]sandbox.File, error)
 	CreateRevision(ctx context.Context, nr store.NewRevision) (store.Revision, store.WriteStats, error)
 	CreateCheckpoint(ctx context.Context, c *store.Checkpoint) error
+	PutBlob(ctx context.Context, data []byte) (string, error)
+	Blobs(ctx context.Context, shas []string) (map[string][]byte, error)
 }
 
 // maxAttempts bounds retries when the draft head moves between reading it
@@ -43,12 +45,21 @@ type Store interface {
 const maxAttempts = 5
 
 // Applier is the orchestrator's ResultSink.
-type Applier struct{ st Store }
+type Applier struct {
+	st     Store
+	limits core.FileLimits
+}
 
 var _ orchestrator.ResultSink = (*Applier)(nil)
 
-// New returns an Applier over st.
-func New(st Store) *Applier { return &Applier{st: st} }
+// New returns an Applier over st with the default file limits.
+func New(st Store) *Applier { return NewWithLimits(st, core.FileLimits{}) }
+
+// NewWithLimits returns an Applier over st that refuses results breaking
+// limits (zero fields: the defaults).
+func NewWithLimits(st Store, limits core.FileLimits) *Applier {
+	return &Applier{st: st, limits: limits.WithDefaults()}
+}
 
 // Result is the run's result as recorded in its context and on run.completed.
 type Result struct {
@@ -59,34 +70,50 @@ type Result struct {
 	CheckpointID string         `json:"checkpoint_id,omitempty"`
 	Changes      *Changes       `json:"changes,omitempty"`
 	Conflicts    []FileConflict `json:"conflicts,omitempty"`
+	// LeftOut are paths of the sandbox the result could not hold
+	// (symlinks, names that are not UTF-8): not applied, reported.
+	LeftOut []orchestrator.LeftOut `json:"left_out,omitempty"`
+}
+
+// PutBlob stores one file's content (orchestrator.ResultSink).
+func (a *Applier) PutBlob(ctx context.Context, data []byte) (string, error) {
+	return a.st.PutBlob(ctx, data)
+}
+
+// ApplyFiles applies a result given as whole files: their contents are
+// stored first, then it is applied as ApplyResult does.
+func (a *Applier) ApplyFiles(ctx context.Context, run *core.Run, files []sandbox.File) (orchestrator.ApplyOutcome, error) {
+	var res orchestrator.RunResult
+	for _, f := range files {
+		sha, err := a.st.PutBlob(ctx, f.Data)
+		if err != nil {
+			return orchestrator.ApplyOutcome{}, fmt.Errorf("store %s: %w", f.Path, err)
+		}
+		res.Files = append(res.Files, orchestrator.ResultFile{Path: f.Path, Mode: f.Mode, Size: int64(len(f.Data)), SHA256: sha})
+	}
+	return a.ApplyResult(ctx, run, res)
 }
 
 // ApplyResult stores the run's files as a revision (see the package doc).
-func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, files []sandbox.File) (orchestrator.ApplyOutcome, error) {
-	// What changed is decided from the base's manifest (hashes), not its
-	// content: reading a 5 MB base back from the database was most of the
-	// cost of applying a small change. Content is read only to merge.
-	var baseManifest []store.ManifestEntry
+// It works on manifests (path, digest, size): what changed is decided by
+// hash, and contents are read only where a three-way merge needs them, so a
+// large result is never held in memory whole. A result that breaks the file
+// limits is refused with core.CodeResultTooLarge before anything is stored.
+func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, res orchestrator.RunResult) (orchestrator.ApplyOutcome, error) {
+	var base []store.ManifestEntry
 	if run.BaseRevisionID != "" {
 		var err error
-		if _, baseManifest, err = a.st.GetRevision(ctx, run.BaseRevisionID); err != nil {
+		if _, base, err = a.st.GetRevision(ctx, run.BaseRevisionID); err != nil {
 			return orchestrator.ApplyOutcome{}, fmt.Errorf("read base revision: %w", err)
 		}
 	}
-	changes := diffManifest(baseManifest, files)
-	var base []sandbox.File
-	baseLoaded := run.BaseRevisionID == ""
-	loadBase := func() error {
-		if baseLoaded {
-			return nil
-		}
-		var err error
-		base, err = a.st.RevisionFiles(ctx, run.BaseRevisionID)
-		baseLoaded = err == nil
-		return err
+	ours := resultManifest(res, base)
+	if out, err := a.checkLimits(ours, base, res); err != nil {
+		return out, err
 	}
+	changes := diffManifest(base, ours)
 	if changes.Empty() {
-		return outcome(Result{Kind: KindUnchanged}, nil, nil), nil
+		return outcome(Result{Kind: KindUnchanged, LeftOut: res.LeftOut}, nil, nil), nil
 	}
 	message := summary(run.Prompt)
 	runRevID := ""
@@ -99,7 +126,7 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, files []sandbo
 		if head == run.BaseRevisionID && runRevID == "" {
 			rev, _, err := a.st.CreateRevision(ctx, store.NewRevision{
 				ID: newID("rev"), AppID: run.AppID, ParentID: run.BaseRevisionID, Source: "run", AuthorID: run.UserID,
-				RunID: run.ID, Message: message, Files: files, AdvanceDraft: true, DraftFrom: head,
+				RunID: run.ID, Message: message, Manifest: ours, AdvanceDraft: true, DraftFrom: head,
 			})
 			if core.CodeOf(err) == core.CodeRevisionConflict {
 				continue // the head moved just now: merge with it
@@ -107,31 +134,31 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, files []sandbo
 			if err != nil {
 				return orchestrator.ApplyOutcome{}, fmt.Errorf("store revision: %w", err)
 			}
-			return a.checkpointed(ctx, run, rev, Result{Kind: KindApplied, RevisionID: rev.ID, Changes: &changes})
+			return a.checkpointed(ctx, run, rev, Result{Kind: KindApplied, RevisionID: rev.ID, Changes: &changes, LeftOut: res.LeftOut})
 		}
 
 		// The head moved while the run worked.
-		if err := loadBase(); err != nil {
-			return orchestrator.ApplyOutcome{}, fmt.Errorf("read base revision: %w", err)
-		}
-		theirs, err := a.st.RevisionFiles(ctx, head)
+		_, theirs, err := a.st.GetRevision(ctx, head)
 		if err != nil {
 			return orchestrator.ApplyOutcome{}, fmt.Errorf("read draft head: %w", err)
 		}
-		merged, conflicts := mergeFiles(base, files, theirs)
+		merged, conflicts, err := a.mergeManifests(ctx, base, ours, theirs)
+		if err != nil {
+			return orchestrator.ApplyOutcome{}, fmt.Errorf("merge with the draft head: %w", err)
+		}
 		if runRevID == "" {
 			// The run's own result is kept either way: as the merge's
 			// second parent, or set aside when it conflicts.
 			rev, _, err := a.st.CreateRevision(ctx, store.NewRevision{
 				ID: newID("rev"), AppID: run.AppID, ParentID: run.BaseRevisionID, Source: "run", AuthorID: run.UserID,
-				RunID: run.ID, Message: message, Files: files, Unapplied: len(conflicts) > 0,
+				RunID: run.ID, Message: message, Manifest: ours, Unapplied: len(conflicts) > 0,
 			})
 			if err != nil {
 				return orchestrator.ApplyOutcome{}, fmt.Errorf("store revision: %w", err)
 			}
 			runRevID = rev.ID
 			if len(conflicts) > 0 {
-				res := Result{Kind: KindConflict, RevisionID: rev.ID, MergedInto: head, Changes: &changes, Conflicts: conflicts}
+				res := Result{Kind: KindConflict, RevisionID: rev.ID, MergedInto: head, Changes: &changes, Conflicts: conflicts, LeftOut: res.LeftOut}
 				diag, _ := json.Marshal(map[string]any{"conflicts": conflicts, "draft_revision_id": head})
 				return outcome(res, []orchestrator.NewEvent{revisionEvent(rev, changes, false)}, diag), nil
 			}
@@ -139,13 +166,13 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, files []sandbo
 		if len(conflicts) > 0 {
 			// The head moved again and now collides: the run's revision
 			// stays stored but is not applied.
-			res := Result{Kind: KindConflict, RevisionID: runRevID, MergedInto: head, Changes: &changes, Conflicts: conflicts}
+			res := Result{Kind: KindConflict, RevisionID: runRevID, MergedInto: head, Changes: &changes, Conflicts: conflicts, LeftOut: res.LeftOut}
 			diag, _ := json.Marshal(map[string]any{"conflicts": conflicts, "draft_revision_id": head})
 			return outcome(res, nil, diag), nil
 		}
 		mergeRev, _, err := a.st.CreateRevision(ctx, store.NewRevision{
 			ID: newID("rev"), AppID: run.AppID, ParentID: head, MergeParentID: runRevID, Source: "merge", AuthorID: run.UserID,
-			RunID: run.ID, Message: "merge: " + message, Files: merged, AdvanceDraft: true, DraftFrom: head,
+			RunID: run.ID, Message: "merge: " + message, Manifest: merged, AdvanceDraft: true, DraftFrom: head,
 		})
 		if core.CodeOf(err) == core.CodeRevisionConflict {
 			continue
@@ -153,10 +180,68 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, files []sandbo
 		if err != nil {
 			return orchestrator.ApplyOutcome{}, fmt.Errorf("store merge revision: %w", err)
 		}
-		mergedChanges := diffSets(theirs, merged)
-		return a.checkpointed(ctx, run, mergeRev, Result{Kind: KindMerged, RevisionID: mergeRev.ID, MergedInto: head, Changes: &mergedChanges})
+		mergedChanges := diffManifest(theirs, merged)
+		return a.checkpointed(ctx, run, mergeRev, Result{Kind: KindMerged, RevisionID: mergeRev.ID, MergedInto: head, Changes: &mergedChanges, LeftOut: res.LeftOut})
 	}
 	return orchestrator.ApplyOutcome{}, fmt.Errorf("the app's draft head kept moving; gave up after %d attempts", maxAttempts)
+}
+
+// resultManifest is the run's result as a manifest: its files, plus the
+// base files that were kept out of its sandbox and that it did not replace.
+// Oversized files (never read) have no digest.
+func resultManifest(res orchestrator.RunResult, base []store.ManifestEntry) []store.ManifestEntry {
+	out := make([]store.ManifestEntry, 0, len(res.Files)+len(res.KeptOut))
+	have := make(map[string]bool, len(res.Files))
+	for _, f := range res.Files {
+		out = append(out, store.ManifestEntry{Path: f.Path, SHA256: f.SHA256, Size: f.Size, Mode: f.Mode})
+		have[f.Path] = true
+	}
+	kept := make(map[string]bool, len(res.KeptOut))
+	for _, p := range res.KeptOut {
+		kept[p] = true
+	}
+	for _, b := range base {
+		if kept[b.Path] && !have[b.Path] {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// checkLimits refuses a result that breaks the file limits (see
+// core.FileLimits.Check), naming the files in the error and diagnostics.
+func (a *Applier) checkLimits(ours, base []store.ManifestEntry, res orchestrator.RunResult) (orchestrator.ApplyOutcome, error) {
+	v := a.limits.Check(sized(ours), sized(base))
+	named := map[string]bool{}
+	for _, x := range v {
+		named[x.Path] = true
+	}
+	for _, f := range res.Files {
+		// Never read, so never storable, whatever the limits say now.
+		if f.TooLarge && !named[f.Path] {
+			v = append(v, core.LimitViolation{Path: f.Path, Size: f.Size, Limit: a.limits.MaxFileBytes,
+				Message: fmt.Sprintf("file %s has at least %d bytes; the limit is %d", f.Path, f.Size, a.limits.MaxFileBytes)})
+		}
+	}
+	if len(v) == 0 {
+		return orchestrator.ApplyOutcome{}, nil
+	}
+	msgs := make([]string, len(v))
+	for i, x := range v {
+		msgs[i] = x.Message
+	}
+	diag, _ := json.Marshal(map[string]any{"too_large": v, "left_out": res.LeftOut})
+	return orchestrator.ApplyOutcome{Diagnostics: diag}, core.Errf(core.CodeResultTooLarge, "",
+		"the run's result breaks the file limits and was not applied (the app's draft is unchanged): %s", strings.Join(msgs, "; "))
+}
+
+func sized(m []store.ManifestEntry) []core.SizedFile {
+	out := make([]core.SizedFile, len(m))
+	for i, e := range m {
+		out[i] = core.SizedFile{Path: e.Path, Size: e.Size, SHA256: e.SHA256}
+	}
+	return out
 }
 
 // checkpointed records a checkpoint at rev and builds the outcome with its

@@ -63,7 +63,7 @@ func (f fixture) run(id string) *core.Run {
 	return &core.Run{ID: id, AppID: "app1", BaseRevisionID: f.base, Prompt: "make it better\nplease", ChatSessionID: "chat1"}
 }
 
-func (f fixture) head(t *testing.T) string {
+func (f fixture) head(t testing.TB) string {
 	a, err := f.s.GetApp(context.Background(), "app1")
 	require.NoError(t, err)
 	return a.DraftRevisionID
@@ -92,14 +92,14 @@ func TestApplyOnUnmovedHead(t *testing.T) {
 		a := New(s)
 
 		// Nothing changed: no revision.
-		out, err := a.ApplyResult(ctx, f.run("run0"), []sandbox.File{{Path: "a.ts", Data: lines(nil)}, {Path: "b.ts", Data: []byte("b\n")}})
+		out, err := a.ApplyFiles(ctx, f.run("run0"), []sandbox.File{{Path: "a.ts", Data: lines(nil)}, {Path: "b.ts", Data: []byte("b\n")}})
 		require.NoError(t, err)
 		assert.Equal(t, KindUnchanged, decodeResult(t, out.Result).Kind)
 		assert.Empty(t, out.RevisionID)
 		assert.Empty(t, out.Events)
 		assert.Equal(t, f.base, f.head(t))
 
-		out, err = a.ApplyResult(ctx, f.run("run1"), []sandbox.File{{Path: "a.ts", Data: lines(map[int]string{3: "three"})}, {Path: "c.ts", Data: []byte("c\n")}})
+		out, err = a.ApplyFiles(ctx, f.run("run1"), []sandbox.File{{Path: "a.ts", Data: lines(map[int]string{3: "three"})}, {Path: "c.ts", Data: []byte("c\n")}})
 		require.NoError(t, err)
 		res := decodeResult(t, out.Result)
 		assert.Equal(t, KindApplied, res.Kind)
@@ -132,7 +132,7 @@ func TestMergeWhenHeadMoved(t *testing.T) {
 		require.NoError(t, err)
 
 		// The run edited line 3 and b.ts: no overlap.
-		out, err := New(s).ApplyResult(ctx, f.run("run1"), []sandbox.File{{Path: "a.ts", Data: lines(map[int]string{3: "three"})}, {Path: "b.ts", Data: []byte("B\n")}})
+		out, err := New(s).ApplyFiles(ctx, f.run("run1"), []sandbox.File{{Path: "a.ts", Data: lines(map[int]string{3: "three"})}, {Path: "b.ts", Data: []byte("B\n")}})
 		require.NoError(t, err)
 		res := decodeResult(t, out.Result)
 		require.Equal(t, KindMerged, res.Kind, "%s", out.Result)
@@ -163,7 +163,7 @@ func TestConflictKeepsHead(t *testing.T) {
 			AdvanceDraft: true, DraftFrom: f.base})
 		require.NoError(t, err)
 
-		out, err := New(s).ApplyResult(ctx, f.run("run1"), []sandbox.File{{Path: "a.ts", Data: lines(map[int]string{10: "ten by the agent"})}})
+		out, err := New(s).ApplyFiles(ctx, f.run("run1"), []sandbox.File{{Path: "a.ts", Data: lines(map[int]string{10: "ten by the agent"})}})
 		require.NoError(t, err)
 		res := decodeResult(t, out.Result)
 		require.Equal(t, KindConflict, res.Kind)
@@ -200,7 +200,7 @@ func TestRestoreKeepsNewerRevisions(t *testing.T) {
 		for _, v := range []string{"v1\n", "v2\n", "v3\n"} {
 			run := f.run("run_" + strings.TrimSpace(v))
 			run.BaseRevisionID = base
-			out, err := a.ApplyResult(ctx, run, []sandbox.File{{Path: "a.ts", Data: []byte(v)}})
+			out, err := a.ApplyFiles(ctx, run, []sandbox.File{{Path: "a.ts", Data: []byte(v)}})
 			require.NoError(t, err)
 			res := decodeResult(t, out.Result)
 			require.Equal(t, KindApplied, res.Kind)

@@ -78,7 +78,7 @@ func BenchmarkApplyResult500Files(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			out, err := a.ApplyResult(ctx, &core.Run{ID: fmt.Sprintf("run%d", i), AppID: "app1", BaseRevisionID: head, Prompt: "p"}, results[i])
+			out, err := a.ApplyFiles(ctx, &core.Run{ID: fmt.Sprintf("run%d", i), AppID: "app1", BaseRevisionID: head, Prompt: "p"}, results[i])
 			if err != nil || out.RevisionID == "" {
 				b.Fatalf("%v %s", err, out.Result)
 			}
@@ -123,7 +123,7 @@ func BenchmarkMergeResult500Files(b *testing.B) {
 			_ = other
 			result := app500(i+1, 0)
 			b.StartTimer()
-			out, err := a.ApplyResult(ctx, &core.Run{ID: fmt.Sprintf("run%d", i), AppID: "app1", BaseRevisionID: base.ID, Prompt: "p"}, result)
+			out, err := a.ApplyFiles(ctx, &core.Run{ID: fmt.Sprintf("run%d", i), AppID: "app1", BaseRevisionID: base.ID, Prompt: "p"}, result)
 			if err != nil {
 				b.Fatal(err)
 			}

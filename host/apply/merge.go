@@ -2,11 +2,8 @@ package apply
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"sort"
 
-	"github.com/agenthost/agenthost/host/linediff"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 )
@@ -59,9 +56,9 @@ func normMode(m uint32) uint32 {
 	return m & 0o777
 }
 
-// diffManifest lists what changed from a stored revision's manifest to a
-// file set, comparing content by sha256.
-func diffManifest(old []store.ManifestEntry, new []sandbox.File) Changes {
+// diffManifest lists what changed from one manifest to another, comparing
+// content by sha256.
+func diffManifest(old, new []store.ManifestEntry) Changes {
 	o := make(map[string]store.ManifestEntry, len(old))
 	for _, m := range old {
 		o[m.Path] = m
@@ -75,8 +72,7 @@ func diffManifest(old []store.ManifestEntry, new []sandbox.File) Changes {
 			c.Added = append(c.Added, f.Path)
 			continue
 		}
-		sum := sha256.Sum256(f.Data)
-		if normMode(m.Mode) != normMode(f.Mode) || hex.EncodeToString(sum[:]) != m.SHA256 {
+		if !sameEntry(&m, &f) {
 			c.Modified = append(c.Modified, f.Path)
 		}
 	}
@@ -113,68 +109,6 @@ func diffSets(old, new []sandbox.File) Changes {
 	sort.Strings(c.Modified)
 	sort.Strings(c.Deleted)
 	return c
-}
-
-// mergeFiles merges ours (the run's result) and theirs (the draft head) from
-// their common base, file by file: a file only one side changed takes that
-// side; a file both changed the same way is kept; a text file both changed
-// differently is merged by lines when the changes do not collide. Anything
-// else is a conflict, and then merged is nil: a half-merged app is never
-// stored.
-func mergeFiles(base, ours, theirs []sandbox.File) (merged []sandbox.File, conflicts []FileConflict) {
-	b, o, t := byPath(base), byPath(ours), byPath(theirs)
-	paths := map[string]bool{}
-	for _, m := range []map[string]*sandbox.File{b, o, t} {
-		for p := range m {
-			paths[p] = true
-		}
-	}
-	sorted := make([]string, 0, len(paths))
-	for p := range paths {
-		sorted = append(sorted, p)
-	}
-	sort.Strings(sorted)
-	for _, p := range sorted {
-		bf, of, tf := b[p], o[p], t[p]
-		var keep *sandbox.File
-		switch {
-		case sameFile(of, bf):
-			keep = tf
-		case sameFile(tf, bf), sameFile(of, tf):
-			keep = of
-		case of == nil || tf == nil:
-			conflicts = append(conflicts, FileConflict{Path: p, Reason: "deleted on one side and changed on the other"})
-			continue
-		case bf == nil:
-			conflicts = append(conflicts, FileConflict{Path: p, Reason: "added on both sides with different content"})
-			continue
-		case linediff.IsBinary(bf.Data) || linediff.IsBinary(of.Data) || linediff.IsBinary(tf.Data):
-			conflicts = append(conflicts, FileConflict{Path: p, Reason: "a binary file changed on both sides"})
-			continue
-		default:
-			res := linediff.Merge3(bf.Data, of.Data, tf.Data)
-			if len(res.Conflicts) > 0 {
-				fc := FileConflict{Path: p, Reason: "both sides changed the same lines"}
-				for _, c := range res.Conflicts {
-					fc.Lines = append(fc.Lines, LineRange{Start: c.BaseStart, End: max(c.BaseEnd, c.BaseStart)})
-				}
-				conflicts = append(conflicts, fc)
-				continue
-			}
-			mode := of.Mode
-			if normMode(of.Mode) == normMode(bf.Mode) {
-				mode = tf.Mode
-			}
-			keep = &sandbox.File{Path: p, Mode: mode, Data: res.Merged}
-		}
-		if keep != nil {
-			merged = append(merged, *keep)
-		}
-	}
-	if len(conflicts) > 0 {
-		return nil, conflicts
-	}
-	return merged, nil
 }
 
 // PathChange is one file that differs between two file sets.

@@ -31,7 +31,8 @@ func Restore(ctx context.Context, st RestoreStore, appID string, from store.Chec
 	if from.AppID != appID {
 		return Restored{}, core.Errf(core.CodeNotFound, "", "checkpoint %s not found", from.ID)
 	}
-	files, err := st.RevisionFiles(ctx, from.RevisionID)
+	// By manifest: the contents are stored already, nothing is read.
+	_, manifest, err := st.GetRevision(ctx, from.RevisionID)
 	if err != nil {
 		return Restored{}, fmt.Errorf("read checkpoint revision: %w", err)
 	}
@@ -45,8 +46,8 @@ func Restore(ctx context.Context, st RestoreStore, appID string, from store.Chec
 		}
 		rev, _, err := st.CreateRevision(ctx, store.NewRevision{
 			ID: newID("rev"), AppID: appID, ParentID: app.DraftRevisionID, Source: "restore", AuthorID: userID,
-			Message: fmt.Sprintf("restore checkpoint %s (revision %s)", from.ID, from.RevisionID),
-			Files:   files, AdvanceDraft: true, DraftFrom: app.DraftRevisionID,
+			Message:  fmt.Sprintf("restore checkpoint %s (revision %s)", from.ID, from.RevisionID),
+			Manifest: manifest, AdvanceDraft: true, DraftFrom: app.DraftRevisionID,
 		})
 		if core.CodeOf(err) == core.CodeRevisionConflict {
 			continue

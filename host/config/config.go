@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agenthost/agenthost/core"
 	"github.com/hashicorp/hcl/v2/hclsimple"
 )
 
@@ -38,6 +39,14 @@ type Host struct {
 	// default 900).
 	SandboxReuse *bool `hcl:"sandbox_reuse,optional"`
 	SandboxTTLS  int   `hcl:"sandbox_ttl_s,optional"`
+	// MaxFileBytes, MaxWorkspaceBytes and MaxFiles bound an app's files:
+	// one file, all of them together, how many (AGENTHOST_MAX_FILE_BYTES,
+	// AGENTHOST_MAX_WORKSPACE_BYTES, AGENTHOST_MAX_FILES; defaults
+	// core.DefaultMaxFileBytes …). Uploads, edits, sandbox commands and run
+	// results are all held to them; see FileLimits.
+	MaxFileBytes      int64 `hcl:"max_file_bytes,optional"`
+	MaxWorkspaceBytes int64 `hcl:"max_workspace_bytes,optional"`
+	MaxFiles          int   `hcl:"max_files,optional"`
 	// Providers bind each provider key variable of the host's environment
 	// to the base URLs it may be sent to (`provider "name" { api_key_env,
 	// base_urls }` blocks, plus AGENTHOST_KEY_ENDPOINTS). A model whose
@@ -78,6 +87,13 @@ func ParseKeyEndpoints(v string) ([]Provider, error) {
 		out = append(out, p)
 	}
 	return out, nil
+
+}
+
+// FileLimits are the configured file limits, defaults filled in (a Host
+// built in code without Load gets them too).
+func (h Host) FileLimits() core.FileLimits {
+	return core.FileLimits{MaxFileBytes: h.MaxFileBytes, MaxWorkspaceBytes: h.MaxWorkspaceBytes, MaxFiles: h.MaxFiles}.WithDefaults()
 }
 
 // Load reads file (when not empty), applies the environment and defaults,
@@ -148,6 +164,30 @@ func Load(file string) (Host, error) {
 	if h.SandboxTTLS == 0 {
 		h.SandboxTTLS = 900
 	}
+	for _, l := range []struct {
+		dst *int64
+		key string
+	}{{&h.MaxFileBytes, "AGENTHOST_MAX_FILE_BYTES"}, {&h.MaxWorkspaceBytes, "AGENTHOST_MAX_WORKSPACE_BYTES"}} {
+		if v := os.Getenv(l.key); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				return Host{}, fmt.Errorf("%s=%q is not a positive number of bytes", l.key, v)
+			}
+			*l.dst = n
+		}
+	}
+	if v := os.Getenv("AGENTHOST_MAX_FILES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return Host{}, fmt.Errorf("AGENTHOST_MAX_FILES=%q is not a positive number", v)
+		}
+		h.MaxFiles = n
+	}
+	if h.MaxFileBytes < 0 || h.MaxWorkspaceBytes < 0 || h.MaxFiles < 0 {
+		return Host{}, fmt.Errorf("max_file_bytes, max_workspace_bytes and max_files must not be negative")
+	}
+	lim := h.FileLimits()
+	h.MaxFileBytes, h.MaxWorkspaceBytes, h.MaxFiles = lim.MaxFileBytes, lim.MaxWorkspaceBytes, lim.MaxFiles
 	for _, p := range []*string{&h.DataDir, &h.PluginDir, &h.PluginConfigDir} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {

@@ -61,3 +61,35 @@ provider "ollama" {
 		assert.Error(t, err, bad)
 	}
 }
+
+func TestFileLimits(t *testing.T) {
+	for _, k := range []string{"AGENTHOST_MAX_FILE_BYTES", "AGENTHOST_MAX_WORKSPACE_BYTES", "AGENTHOST_MAX_FILES"} {
+		t.Setenv(k, "")
+	}
+	h, err := Load("")
+	require.NoError(t, err)
+	assert.Equal(t, int64(64<<20), h.MaxFileBytes, "default")
+	assert.Equal(t, int64(256<<20), h.MaxWorkspaceBytes, "default")
+	assert.Equal(t, 20000, h.MaxFiles, "default")
+
+	file := filepath.Join(t.TempDir(), "host.hcl")
+	require.NoError(t, os.WriteFile(file, []byte("max_file_bytes = 1000\nmax_workspace_bytes = 5000\nmax_files = 7\n"), 0o644))
+	h, err = Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1000), h.FileLimits().MaxFileBytes)
+	assert.Equal(t, int64(5000), h.FileLimits().MaxWorkspaceBytes)
+	assert.Equal(t, 7, h.FileLimits().MaxFiles)
+
+	t.Setenv("AGENTHOST_MAX_FILE_BYTES", "2000")
+	t.Setenv("AGENTHOST_MAX_FILES", "9")
+	h, err = Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2000), h.MaxFileBytes, "the environment wins over the file")
+	assert.Equal(t, 9, h.MaxFiles)
+
+	for _, bad := range []string{"big", "0", "-5"} {
+		t.Setenv("AGENTHOST_MAX_FILE_BYTES", bad)
+		_, err = Load("")
+		assert.Error(t, err, bad)
+	}
+}

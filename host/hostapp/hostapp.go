@@ -64,7 +64,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
 	met := metrics.New()
 	recordTurn := api.RecordAssistantTurn(st)
-	orch := orchestrator.New(mgr, st, st, apply.New(st), orchestrator.Options{Logger: log, ToolTimeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
+	orch := orchestrator.New(mgr, st, st, apply.NewWithLimits(st, cfg.FileLimits()), orchestrator.Options{Limits: cfg.FileLimits(), Logger: log, ToolTimeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
 		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second, OnFinished: func(ctx context.Context, run *core.Run) {
 			recordTurn(ctx, run)
 			met.ObserveRun(run)
@@ -83,7 +83,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	hub := api.NewHub()
 	st.OnAppend(hub.Publish)
 	handler := api.New(api.Deps{
-		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log, Metrics: met.Handler(),
+		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log, Metrics: met.Handler(), Limits: cfg.FileLimits(),
 		DefaultEngine: envOr("APPS_CODING_AGENT_DEFAULT_ENGINE", "mock"), DefaultSandbox: envOr("AGENTHOST_DEFAULT_SANDBOX", "local"),
 		Endpoints: policy,
 	})

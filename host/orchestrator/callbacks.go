@@ -85,7 +85,15 @@ func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte
 	ar.mu.Unlock()
 	var work []sandbox.File
 	if dirty && ref != nil {
-		files, err := ref.client.Snapshot(ctx, ref.id, core.GeneratedArtifacts)
+		// Files over the limit and paths left out are not saved: the
+		// result applied later is judged on its own.
+		var files []sandbox.File
+		err := ref.client.SnapshotEach(ctx, ref.id, core.GeneratedArtifacts, o.opts.Limits.MaxFileBytes, func(e sandbox.SnapshotEntry) error {
+			if e.LeftOut == "" && !e.TooLarge {
+				files = append(files, e.File)
+			}
+			return nil
+		})
 		if err != nil {
 			ar.mu.Lock()
 			ar.filesDirty = true

@@ -44,6 +44,7 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 
 	// Sandbox.
 	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxStarting, "sandbox_backend": run.SandboxBackend})
+	o.keepOutOversized(ctx, ar)
 	sbClient, sbH, err := awaitPlugin(ctx, func() (*sandbox.Client, pluginmgr.Handle, error) { return o.plugins.Sandbox(run.SandboxBackend) })
 	if err != nil {
 		return failed(core.CodeSandboxUnavailable, "%v", err), nil
@@ -65,7 +66,8 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 		}
 		sandboxID = newSandboxID(key)
 	}
-	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, ScopeKey: key, Files: ar.req.Files, Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}})
+	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, ScopeKey: key, Files: ar.req.Files,
+		Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}, MaxFileBytes: o.opts.Limits.MaxFileBytes})
 	if err != nil {
 		return o.classify(ar, err, "create sandbox"), nil
 	}
@@ -253,7 +255,7 @@ func (o *Orchestrator) classify(ar *activeRun, err error, what string) outcome {
 type sandboxRef struct {
 	client interface {
 		Stop(ctx context.Context, id string) error
-		Snapshot(ctx context.Context, id string, exclude []string) ([]sandbox.File, error)
+		SnapshotEach(ctx context.Context, id string, exclude []string, maxBytes int64, fn func(sandbox.SnapshotEntry) error) error
 	}
 	id string
 }
@@ -270,26 +272,8 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	if out.status == core.RunCompleted && ref != nil {
 		applyStart := time.Now()
 		_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageApplying})
-		files, err := ref.client.Snapshot(ctx, ref.id, core.GeneratedArtifacts)
-		if err != nil {
-			out = o.classify(ar, err, "snapshot sandbox")
-			if out.status == core.RunCancelled {
-				out = failed(core.CodeSandboxError, "snapshot sandbox: %v", err)
-			}
-		} else if o.results != nil {
-			applied, err := o.results.ApplyResult(ctx, run, files)
-			if err != nil {
-				out = failed(core.CodeApplyFailed, "the run's result could not be saved as a revision: %v", err)
-			}
-			for _, ev := range applied.Events {
-				_ = o.emitWith(ctx, ar, ev, nil)
-			}
-			ar.mu.Lock()
-			ar.resultRevision, ar.result = applied.RevisionID, applied.Result
-			ar.mu.Unlock()
-			if len(applied.Diagnostics) > 0 && out.diagnostics == nil {
-				out.diagnostics = applied.Diagnostics
-			}
+		if o.results != nil {
+			out = o.applyResult(ctx, ar, ref, out)
 		}
 		ar.mark("apply", time.Since(applyStart))
 	}

@@ -40,6 +40,10 @@ type Options struct {
 	// (DefaultSandboxTTL when 0). Failed runs' sandboxes are never kept.
 	SandboxReuse bool
 	SandboxTTL   time.Duration
+	// Limits are the host's file limits: the per-file one goes to the
+	// sandbox at create, base files over it are kept out of the sandbox,
+	// and results are held to them all (defaults when zero).
+	Limits core.FileLimits
 }
 
 // Orchestrator runs coding-agent runs.
@@ -77,6 +81,7 @@ func New(plugins Plugins, runs RunStore, events EventSink, results ResultSink, o
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
+	opts.Limits = opts.Limits.WithDefaults()
 	o := &Orchestrator{
 		plugins: plugins, runs: runs, events: events, results: results, opts: opts,
 		log: opts.Logger.Named("orchestrator"), active: map[string]*activeRun{}, leases: map[string]lease{},
@@ -281,6 +286,9 @@ func (o *Orchestrator) Shutdown(ctx context.Context) {
 // activeRun is the in-memory side of a run that is executing.
 type activeRun struct {
 	req StartRequest
+	// keptOut are base files kept out of the sandbox (over the limits);
+	// set once before the sandbox is made.
+	keptOut []LeftOut
 	// ctx is the engine stream's context: cancelling it abandons the run
 	// at once (crash, shutdown, unconfirmed cancel).
 	ctx    context.Context

@@ -37,9 +37,47 @@ type EventSink interface {
 	Append(ctx context.Context, run *core.Run, ev NewEvent) (core.Envelope, error)
 }
 
-// ResultSink turns a completed run's files into the app's next revision.
+// ResultSink turns a completed run's files into the app's next revision. The
+// orchestrator streams the sandbox's files through PutBlob one at a time and
+// hands ApplyResult only their manifest, so a result is never held whole.
 type ResultSink interface {
-	ApplyResult(ctx context.Context, run *core.Run, files []sandbox.File) (ApplyOutcome, error)
+	// PutBlob stores one file's content (once per digest) and returns its
+	// sha256.
+	PutBlob(ctx context.Context, data []byte) (string, error)
+	// ApplyResult turns the result into a revision. A result that breaks
+	// the file limits fails with core.CodeResultTooLarge (and Diagnostics
+	// naming the files) and changes nothing.
+	ApplyResult(ctx context.Context, run *core.Run, res RunResult) (ApplyOutcome, error)
+}
+
+// RunResult is a completed run's working copy, by manifest.
+type RunResult struct {
+	// Files are the snapshot's files in path order. A file over the
+	// per-file limit has TooLarge set and no SHA256: its content was
+	// never read into the host.
+	Files []ResultFile
+	// LeftOut are paths the sandbox could not include (symlinks, names
+	// that are not UTF-8 …); they are reported, not applied.
+	LeftOut []LeftOut
+	// KeptOut are paths of the base revision that were kept out of the
+	// sandbox (over the limits): the run did not delete them, so a result
+	// without them carries them over from the base.
+	KeptOut []string
+}
+
+// ResultFile is one file of a RunResult.
+type ResultFile struct {
+	Path     string
+	Mode     uint32
+	Size     int64
+	SHA256   string
+	TooLarge bool
+}
+
+// LeftOut is a path left out of a run's sandbox or result, and why.
+type LeftOut struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // ApplyOutcome is what became of a completed run's files.

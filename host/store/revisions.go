@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -46,6 +47,10 @@ type ManifestEntry struct {
 type NewRevision struct {
 	ID, AppID, ParentID, MergeParentID, Source, AuthorID, RunID, Message string
 	Files                                                                []sandbox.File
+	// Manifest, used when Files is nil, gives the files by content digest
+	// instead: their blobs must be stored already (PutBlob). A result
+	// streamed from a sandbox is stored this way, never held whole.
+	Manifest []ManifestEntry
 	// Unapplied keeps the revision aside (a conflicting run result).
 	Unapplied bool
 	// AdvanceDraft moves the app's draft head to the new revision in the
@@ -77,26 +82,29 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 	if nr.ID == "" || nr.AppID == "" || nr.Source == "" {
 		return Revision{}, WriteStats{}, core.Errf(core.CodeInvalidRequest, "", "revision id, app id and source are required")
 	}
-	files := append([]sandbox.File(nil), nr.Files...)
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	shas := make([]string, len(files))
-	var total int64
-	bySHA := map[string][]byte{}
-	for i, f := range files {
-		if i > 0 && files[i-1].Path == f.Path {
-			return Revision{}, WriteStats{}, core.Errf(core.CodeInvalidRequest, "files", "path %s appears twice", f.Path)
-		}
-		shas[i] = digest(f.Data)
-		bySHA[shas[i]] = f.Data
-		total += int64(len(f.Data))
+	entries, bySHA, err := newManifest(nr)
+	if err != nil {
+		return Revision{}, WriteStats{}, err
 	}
+	var total int64
+	for _, e := range entries {
+		total += e.Size
+	}
+	files := entries
 	rev := Revision{
 		ID: nr.ID, AppID: nr.AppID, ParentID: nr.ParentID, MergeParentID: nr.MergeParentID, Source: nr.Source,
 		AuthorID: nr.AuthorID, RunID: nr.RunID, Message: nr.Message, FileCount: len(files), TotalSize: total,
 		Applied: !nr.Unapplied, CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
 	}
 	var stats WriteStats
-	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+	byDigest := nr.Manifest
+	if nr.Files != nil {
+		byDigest = nil // contents come with the files
+	}
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		if err := s.checkBlobs(ctx, tx, byDigest); err != nil {
+			return err
+		}
 		missing, err := s.missingBlobs(ctx, tx, bySHA)
 		if err != nil {
 			return err
@@ -126,7 +134,7 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 				if mode == 0 {
 					mode = 0o644
 				}
-				args = append(args, rev.ID, files[i].Path, shas[i], mode)
+				args = append(args, rev.ID, files[i].Path, files[i].SHA256, mode)
 			}
 			if _, err := tx.ExecContext(ctx, tx.Rebind(q.String()), args...); err != nil {
 				return translate(err)
@@ -148,6 +156,78 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 		return Revision{}, WriteStats{}, err
 	}
 	return rev, stats, nil
+}
+
+// newManifest sorts and checks a new revision's files, digesting Files'
+// contents (returned by digest, to store) or taking Manifest as it is.
+func newManifest(nr NewRevision) ([]ManifestEntry, map[string][]byte, error) {
+	var entries []ManifestEntry
+	bySHA := map[string][]byte{}
+	if nr.Files != nil || nr.Manifest == nil {
+		entries = make([]ManifestEntry, len(nr.Files))
+		for i, f := range nr.Files {
+			sha := digest(f.Data)
+			entries[i] = ManifestEntry{Path: f.Path, SHA256: sha, Size: int64(len(f.Data)), Mode: f.Mode}
+			bySHA[sha] = f.Data
+		}
+	} else {
+		entries = append([]ManifestEntry(nil), nr.Manifest...)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	for i, e := range entries {
+		if i > 0 && entries[i-1].Path == e.Path {
+			return nil, nil, core.Errf(core.CodeInvalidRequest, "files", "path %s appears twice", e.Path)
+		}
+		if len(e.SHA256) != sha256.Size*2 {
+			return nil, nil, core.Errf(core.CodeInvalidRequest, "files", "file %s has no content digest", e.Path)
+		}
+	}
+	return entries, bySHA, nil
+}
+
+// checkBlobs fails unless every digest of manifest is stored.
+func (s *Store) checkBlobs(ctx context.Context, tx *sqlx.Tx, manifest []ManifestEntry) error {
+	if len(manifest) == 0 {
+		return nil
+	}
+	want := make(map[string][]byte, len(manifest))
+	for _, e := range manifest {
+		want[e.SHA256] = nil
+	}
+	missing, err := s.missingBlobs(ctx, tx, want)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("store revision: content %s is not stored", missing[0])
+	}
+	return nil
+}
+
+// PutBlob stores one file's content under its sha256, unless it is stored
+// already, and returns the digest. Contents are written one by one as a
+// sandbox streams them, so a result is never held whole in memory.
+func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
+	sha := digest(data)
+	var n int
+	if err := s.r.GetContext(ctx, &n, s.rebind(`SELECT COUNT(*) FROM blobs WHERE sha256 = ?`), sha); err != nil {
+		return "", translate(err)
+	}
+	if n > 0 {
+		return sha, nil
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)
+ ON CONFLICT (sha256) DO NOTHING`), sha, len(data), data, time.Now().UnixMilli())
+	return sha, translate(err)
+}
+
+// Blobs reads contents by sha256 (those stored; a digest not stored is
+// simply absent from the map).
+func (s *Store) Blobs(ctx context.Context, shas []string) (map[string][]byte, error) {
+	return s.blobs(ctx, shas)
 }
 
 // missingBlobs lists the digests not stored yet, in sorted order.

@@ -122,6 +122,13 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 	if err != nil {
 		return sandbox.Info{}, err
 	}
+	// The host's per-file limit replaces the plugin's own, and commands
+	// may write one byte past it (sandbox.CommandFileSize). It is not kept
+	// on disk: a relaunched plugin holds a rediscovered sandbox to its own.
+	if spec.MaxFileBytes > 0 {
+		cfg.MaxFileBytes = spec.MaxFileBytes
+		cfg.ExecFileSizeBytes = sandbox.CommandFileSize(spec.MaxFileBytes, cfg.ExecFileSizeBytes)
+	}
 	for _, f := range spec.Files {
 		if _, err := dirfs.Clean(f.Path); err != nil {
 			return sandbox.Info{}, err
@@ -247,14 +254,14 @@ func (p *Provider) Workspace(_ context.Context, id string) (workspace.Workspace,
 	return b.ws, nil
 }
 
-// Snapshot reads the working copy: regular files in path order, without
-// symlinks and without what exclude matches.
-func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string) ([]sandbox.File, error) {
+// Snapshot streams the working copy: regular files in path order, symlinks
+// and unstorable names reported as left out, without what exclude matches.
+func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string, emit func(sandbox.SnapshotEntry) error) error {
 	b, err := p.lookup(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return b.ws.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) })
+	return b.ws.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
 }
 
 // Stop kills every command of the sandbox (each one's pid namespace goes

@@ -58,6 +58,20 @@ type meta struct {
 	ScopeKey  string            `json:"scope_key,omitempty"`
 	Labels    map[string]string `json:"labels,omitempty"`
 	CreatedAt time.Time         `json:"created_at"`
+	// MaxFileBytes is the host's per-file limit given at create (0: none),
+	// kept so a relaunched plugin holds the sandbox to it still.
+	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
+}
+
+// limited is cfg under the host's per-file limit hostMax (0: none): the
+// host's limit replaces the plugin's own, and commands may write one byte
+// past it (sandbox.CommandFileSize).
+func limited(cfg Config, hostMax int64) Config {
+	if hostMax > 0 {
+		cfg.MaxFileBytes = hostMax
+		cfg.ExecFileSizeBytes = sandbox.CommandFileSize(hostMax, cfg.ExecFileSizeBytes)
+	}
+	return cfg
 }
 
 func (m meta) info() sandbox.Info {

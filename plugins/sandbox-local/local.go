@@ -286,6 +286,7 @@ func (p *Provider) config() Config {
 // newBox serves the sandbox folder of m, its commands running as uid (0:
 // the plugin's own user).
 func newBox(cfg Config, m meta, uid int) (*box, error) {
+	cfg = limited(cfg, m.MaxFileBytes)
 	dir := filepath.Join(cfg.Root, m.ID)
 	owner := ownerOf(uid)
 	// Records of the commands' process groups, for the next plugin process
@@ -316,7 +317,7 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 	if err := checkID(spec.ID); err != nil {
 		return sandbox.Info{}, err
 	}
-	cfg := p.config()
+	cfg := limited(p.config(), spec.MaxFileBytes)
 	// Check every file before touching the disk: a bad file set is the
 	// caller's error and should cost nothing.
 	for _, f := range spec.Files {
@@ -405,7 +406,7 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	if err := handTo(filepath.Join(stage, workspaceDir), uid); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	m := meta{ID: spec.ID, ScopeKey: spec.ScopeKey, Labels: spec.Labels, CreatedAt: time.Now().UTC()}
+	m := meta{ID: spec.ID, ScopeKey: spec.ScopeKey, Labels: spec.Labels, CreatedAt: time.Now().UTC(), MaxFileBytes: spec.MaxFileBytes}
 	if err := writeMeta(stage, m); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -554,15 +555,15 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 	return nil
 }
 
-// Snapshot reads the working copy: regular files in path order, without
-// symlinks and without what exclude matches (excluded folders are not
-// walked).
-func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string) ([]sandbox.File, error) {
+// Snapshot streams the working copy: regular files in path order, symlinks
+// and unstorable names reported as left out, without what exclude matches
+// (excluded folders are not walked).
+func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string, emit func(sandbox.SnapshotEntry) error) error {
 	b, err := p.lookup(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return b.fs.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) })
+	return b.fs.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
 }
 
 // ExposePort says where a port of the sandbox is reachable: a local

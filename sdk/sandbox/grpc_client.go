@@ -52,7 +52,7 @@ func (c *Client) Create(ctx context.Context, spec CreateSpec) (Info, error) {
 	}
 	send := func(m *sandboxv1.CreateRequest) error { return stream.Send(m) }
 	err = send(&sandboxv1.CreateRequest{Msg: &sandboxv1.CreateRequest_Header{Header: &sandboxv1.CreateHeader{
-		SandboxId: spec.ID, ScopeKey: spec.ScopeKey, Labels: spec.Labels,
+		SandboxId: spec.ID, ScopeKey: spec.ScopeKey, Labels: spec.Labels, MaxFileBytes: spec.MaxFileBytes,
 	}}})
 	if err == nil {
 		err = sendFiles(spec.Files, send, func(h *sandboxv1.FileHeader) *sandboxv1.CreateRequest {
@@ -96,30 +96,89 @@ func (c *Client) ExposePort(ctx context.Context, id string, port int) (Endpoint,
 	return Endpoint{Address: p.GetAddress(), URL: p.GetUrl()}, nil
 }
 
-// Snapshot reads every file of the sandbox except those excluded.
+// Snapshot reads every file of the sandbox except those excluded, all in
+// memory; entries the backend left out are not returned. Prefer
+// SnapshotEach for working copies of any size.
 func (c *Client) Snapshot(ctx context.Context, id string, exclude []string) ([]File, error) {
+	var files []File
+	err := c.SnapshotEach(ctx, id, exclude, 0, func(e SnapshotEntry) error {
+		if e.LeftOut == "" {
+			files = append(files, e.File)
+		}
+		return nil
+	})
+	return files, err
+}
+
+// SnapshotEach streams the sandbox's files except those excluded to fn, one
+// at a time in path order, holding only the current file's content. A file
+// over maxBytes (when > 0) reaches fn with TooLarge set and no content: its
+// chunks are read and dropped, so an oversized file costs no memory. Paths
+// the backend left out reach fn with LeftOut set. An error from fn ends the
+// snapshot with it.
+func (c *Client) SnapshotEach(ctx context.Context, id string, exclude []string, maxBytes int64, fn func(SnapshotEntry) error) error {
+	// Stop the stream when fn gives up early, rather than draining it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stream, err := c.c.Snapshot(ctx, &sandboxv1.SnapshotRequest{SandboxId: id, Exclude: exclude})
 	if err != nil {
-		return nil, rpcerr.FromStatus(err)
+		return rpcerr.FromStatus(err)
 	}
-	var files []File
+	var cur *SnapshotEntry
+	var recv int64 // bytes of cur received
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		e := *cur
+		cur = nil
+		return fn(e)
+	}
 	for {
 		msg, err := stream.Recv()
 		if err == io.EOF {
-			return files, nil
+			return flush()
 		}
 		if err != nil {
-			return nil, rpcerr.FromStatus(err)
+			return rpcerr.FromStatus(err)
 		}
 		switch m := msg.GetMsg().(type) {
 		case *sandboxv1.SnapshotChunk_File:
-			files = append(files, File{Path: m.File.GetPath(), Mode: m.File.GetMode(), Data: make([]byte, 0, m.File.GetSize())})
-		case *sandboxv1.SnapshotChunk_Data:
-			if len(files) == 0 {
-				return nil, plugin.Errorf(plugin.CodeInternal, "", "snapshot data before a file header")
+			if err := flush(); err != nil {
+				return err
 			}
-			f := &files[len(files)-1]
-			f.Data = append(f.Data, m.Data...)
+			size := m.File.GetSize()
+			recv = 0
+			cur = &SnapshotEntry{File: File{Path: m.File.GetPath(), Mode: m.File.GetMode()}}
+			if maxBytes > 0 && size > maxBytes {
+				cur.TooLarge, cur.Size = true, size
+			} else {
+				// The header's size is the backend's claim; the buffer
+				// grows if the file did.
+				cur.Data = make([]byte, 0, max(size, 0))
+			}
+		case *sandboxv1.SnapshotChunk_Data:
+			if cur == nil {
+				return plugin.Errorf(plugin.CodeInternal, "", "snapshot data before a file header")
+			}
+			recv += int64(len(m.Data))
+			if cur.TooLarge {
+				cur.Size = max(cur.Size, recv)
+				continue
+			}
+			cur.Data = append(cur.Data, m.Data...)
+			cur.Size = recv
+			if maxBytes > 0 && recv > maxBytes {
+				// It grew past the limit while it was read.
+				cur.TooLarge, cur.Data = true, nil
+			}
+		case *sandboxv1.SnapshotChunk_LeftOut:
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := fn(SnapshotEntry{File: File{Path: m.LeftOut.GetPath()}, LeftOut: m.LeftOut.GetReason()}); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"context"
 	"io"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/sdk/internal/convert"
 	"github.com/agenthost/agenthost/sdk/internal/pb/pluginv1"
@@ -81,6 +83,7 @@ func (s *server) Create(stream sandboxv1.Sandbox_CreateServer) error {
 		switch m := msg.GetMsg().(type) {
 		case *sandboxv1.CreateRequest_Header:
 			spec.ID, spec.ScopeKey, spec.Labels = m.Header.GetSandboxId(), m.Header.GetScopeKey(), m.Header.GetLabels()
+			spec.MaxFileBytes = m.Header.GetMaxFileBytes()
 		case *sandboxv1.CreateRequest_File:
 			spec.Files = append(spec.Files, File{Path: m.File.GetPath(), Mode: m.File.GetMode(), Data: make([]byte, 0, m.File.GetSize())})
 			cur = &spec.Files[len(spec.Files)-1]
@@ -129,15 +132,29 @@ func (s *server) ExposePort(ctx context.Context, req *sandboxv1.ExposePortReques
 }
 
 func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandbox_SnapshotServer) error {
-	files, err := s.impl.Snapshot(stream.Context(), req.GetSandboxId(), req.GetExclude())
-	if err != nil {
-		return rpcerr.ToStatus(err)
-	}
-	return sendFiles(files, stream.Send, func(h *sandboxv1.FileHeader) *sandboxv1.SnapshotChunk {
+	header := func(h *sandboxv1.FileHeader) *sandboxv1.SnapshotChunk {
 		return &sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_File{File: h}}
-	}, func(d []byte) *sandboxv1.SnapshotChunk {
+	}
+	chunk := func(d []byte) *sandboxv1.SnapshotChunk {
 		return &sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_Data{Data: d}}
+	}
+	err := s.impl.Snapshot(stream.Context(), req.GetSandboxId(), req.GetExclude(), func(e SnapshotEntry) error {
+		if e.LeftOut != "" {
+			// Proto strings must be UTF-8: a backend that forgot to quote
+			// a bad name must not break the whole stream.
+			p := e.Path
+			if !utf8.ValidString(p) {
+				p = strconv.Quote(p)
+			}
+			return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_LeftOut{LeftOut: &sandboxv1.LeftOut{Path: p, Reason: e.LeftOut}}})
+		}
+		if !utf8.ValidString(e.Path) {
+			return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_LeftOut{LeftOut: &sandboxv1.LeftOut{
+				Path: strconv.Quote(e.Path), Reason: "the name is not valid UTF-8"}}})
+		}
+		return sendFiles([]File{e.File}, stream.Send, header, chunk)
 	})
+	return rpcerr.ToStatus(err)
 }
 
 // sendFiles streams a file set as header, chunks, header, chunks...

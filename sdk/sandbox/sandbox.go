@@ -35,6 +35,26 @@ type CreateSpec struct {
 	Labels   map[string]string
 	// Files is the initial working copy.
 	Files []File
+	// MaxFileBytes is the host's limit on one file (0: the backend's own).
+	// A backend refuses bigger files and stops a command writing one a
+	// byte past it (RLIMIT_FSIZE), so the file shows as over the limit in
+	// the snapshot instead of silently truncated at it.
+	MaxFileBytes int64
+}
+
+// SnapshotEntry is one path of a snapshot: a file with its content, or,
+// when LeftOut is set, a path the backend does not include and why.
+type SnapshotEntry struct {
+	File
+	// Size is the file's size in bytes. It equals len(Data) unless TooLarge.
+	Size int64
+	// TooLarge says the file was over the limit the host asked for
+	// (Client.SnapshotEach): its content was not kept, Data is nil.
+	TooLarge bool
+	// LeftOut, when not empty, is why Path is not in the snapshot (a
+	// symlink, a special file, a name that is not valid UTF-8 — Path is
+	// then Go-quoted). Such an entry has no content.
+	LeftOut string
 }
 
 // Info describes a sandbox.
@@ -63,12 +83,32 @@ type Provider interface {
 	Stop(ctx context.Context, id string) error
 	// Workspace returns the file and exec API of a running sandbox.
 	Workspace(ctx context.Context, id string) (workspace.Workspace, error)
-	// Snapshot returns every file of the working copy except those matched
-	// by exclude (see MatchExclude), in path order.
-	Snapshot(ctx context.Context, id string, exclude []string) ([]File, error)
+	// Snapshot passes every file of the working copy except those matched
+	// by exclude (see MatchExclude) to emit, one at a time in path order, so
+	// that neither side holds the whole working copy. What it cannot include
+	// (symlinks, special files, names that are not valid UTF-8) it passes
+	// as LeftOut entries rather than failing. An error from emit ends the
+	// snapshot with that error.
+	Snapshot(ctx context.Context, id string, exclude []string, emit func(SnapshotEntry) error) error
 }
 
 // PortExposer is implemented by backends that can expose a port.
 type PortExposer interface {
 	ExposePort(ctx context.Context, id string, port int) (Endpoint, error)
+}
+
+// CommandFileSize is the RLIMIT_FSIZE a backend gives commands when the host
+// limits one file to hostMax bytes (CreateSpec.MaxFileBytes; 0: no host
+// limit) and the backend's own config says configured (0: its default). It
+// is one byte past the host's limit: a command that writes a bigger file is
+// stopped there, and the file is then visibly over the limit, so the host
+// refuses the result rather than storing a file silently cut at the limit.
+func CommandFileSize(hostMax, configured int64) int64 {
+	if hostMax <= 0 {
+		return configured
+	}
+	if configured > 0 && configured <= hostMax {
+		return configured
+	}
+	return hostMax + 1
 }

@@ -52,6 +52,8 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts Option
 	t.Run("exec output cap", k.testOutputCap)
 	t.Run("exec cancellation", k.testExecCancel)
 	t.Run("snapshot", k.testSnapshot)
+	t.Run("snapshot reports what it leaves out", k.testSnapshotLeftOut)
+	t.Run("host file limit", k.testHostFileLimit)
 	t.Run("stop", k.testStop)
 	t.Run("expose port", k.testExposePort)
 	t.Run("services", k.testServices)

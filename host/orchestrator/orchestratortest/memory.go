@@ -5,6 +5,8 @@ package orchestratortest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"sync"
 	"time"
 
@@ -21,6 +23,7 @@ type Memory struct {
 	states  map[string][]byte
 	work    map[string][]sandbox.File
 	results map[string][]sandbox.File
+	blobs   map[string][]byte
 	changed chan struct{}
 }
 
@@ -28,7 +31,7 @@ type Memory struct {
 func NewMemory() *Memory {
 	return &Memory{
 		runs: map[string]*core.Run{}, events: map[string][]core.Envelope{},
-		states: map[string][]byte{}, work: map[string][]sandbox.File{}, results: map[string][]sandbox.File{}, changed: make(chan struct{}),
+		states: map[string][]byte{}, work: map[string][]sandbox.File{}, results: map[string][]sandbox.File{}, blobs: map[string][]byte{}, changed: make(chan struct{}),
 	}
 }
 
@@ -125,10 +128,25 @@ func (m *Memory) Append(_ context.Context, run *core.Run, ev orchestrator.NewEve
 	return env, nil
 }
 
-// ApplyResult records the files of a completed run.
-func (m *Memory) ApplyResult(_ context.Context, run *core.Run, files []sandbox.File) (orchestrator.ApplyOutcome, error) {
+// PutBlob keeps a file's content by digest.
+func (m *Memory) PutBlob(_ context.Context, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	sha := hex.EncodeToString(sum[:])
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.blobs[sha] = append([]byte{}, data...)
+	return sha, nil
+}
+
+// ApplyResult records the files of a completed run (oversized ones without
+// content).
+func (m *Memory) ApplyResult(_ context.Context, run *core.Run, res orchestrator.RunResult) (orchestrator.ApplyOutcome, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	files := []sandbox.File{}
+	for _, f := range res.Files {
+		files = append(files, sandbox.File{Path: f.Path, Mode: f.Mode, Data: m.blobs[f.SHA256]})
+	}
 	m.results[run.ID] = files
 	return orchestrator.ApplyOutcome{}, nil
 }

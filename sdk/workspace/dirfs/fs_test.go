@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/workspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -281,10 +284,33 @@ func TestFilesSnapshot(t *testing.T) {
 	require.NoError(t, os.Symlink("a.ts", filepath.Join(f.Root(), "inlink")))
 	require.NoError(t, unix.Mkfifo(filepath.Join(f.Root(), "fifo"), 0o644))
 
-	files, err := f.Files(ctx, func(rel string) bool {
+	// A command may name files with any bytes: they are reported, quoted,
+	// not sent as proto strings that cannot carry them.
+	require.NoError(t, os.WriteFile(filepath.Join(f.Root(), "bad\xff.txt"), []byte("x"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(f.Root(), "dir\xfe"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(f.Root(), "dir\xfe", "inside.txt"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(f.Root(), `back\slash`), []byte("x"), 0o644))
+
+	var files []sandbox.File
+	leftOut := map[string]string{}
+	err = f.Files(ctx, func(rel string) bool {
 		return strings.HasPrefix(rel, "node_modules") || rel == "dist" || strings.HasSuffix(rel, ".tsbuildinfo")
+	}, func(e sandbox.SnapshotEntry) error {
+		if e.LeftOut != "" {
+			assert.True(t, utf8.ValidString(e.Path), "%q", e.Path)
+			leftOut[e.Path] = e.LeftOut
+			return nil
+		}
+		assert.Equal(t, int64(len(e.Data)), e.Size)
+		files = append(files, e.File)
+		return nil
 	})
 	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		"outlink": "symlink", "inlink": "symlink", "fifo": "not a regular file",
+		`"bad\xff.txt"`: "the name is not valid UTF-8", `"dir\xfe"`: "the name is not valid UTF-8",
+	}, withoutKey(leftOut, `back\slash`))
+	assert.Contains(t, leftOut[`back\slash`], "backslash")
 	var got []string
 	for _, file := range files {
 		got = append(got, file.Path)
@@ -293,4 +319,20 @@ func TestFilesSnapshot(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"a.ts", "a/b.ts", "bin/run", "src/a.txt"}, got, "sorted; no links, FIFOs or excluded paths")
+
+	stop := errors.New("enough")
+	n := 0
+	err = f.Files(ctx, nil, func(sandbox.SnapshotEntry) error { n++; return stop })
+	assert.ErrorIs(t, err, stop, "an error from emit ends the walk")
+	assert.Equal(t, 1, n)
+}
+
+func withoutKey(m map[string]string, k string) map[string]string {
+	out := map[string]string{}
+	for key, v := range m {
+		if key != k {
+			out[key] = v
+		}
+	}
+	return out
 }

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -160,26 +162,41 @@ func skipped(name string, skip []string) bool {
 	return false
 }
 
-// Files reads every regular file of the workspace in path order, for a
-// sandbox snapshot. Folders are implied by their files; symlinks, devices and
-// FIFOs are not content and are skipped. exclude (nil for none) drops a path;
-// an excluded folder is not walked at all.
-func (f *FS) Files(ctx context.Context, exclude func(rel string) bool) ([]sandbox.File, error) {
+// Files passes every regular file of the workspace to emit, one at a time
+// in path order, for a sandbox snapshot: only the current file's content is
+// held. Folders are implied by their files. What cannot be content of a
+// revision is passed as a LeftOut entry rather than failing the snapshot:
+// symlinks, devices, FIFOs and sockets, and names that are not valid UTF-8
+// (their path Go-quoted, since it must cross gRPC as a proto string; a
+// folder so named is reported once and not walked) or that a workspace path
+// cannot hold (a backslash). exclude (nil for none) drops a path; an
+// excluded folder is not walked at all.
+func (f *FS) Files(ctx context.Context, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) error {
 	r, err := f.open()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer r.Close()
-	var out []sandbox.File
-	err = walk(ctx, r, "", func(rel string, d fs.DirEntry) (bool, error) {
+	leftOut := func(p, why string) error {
+		return emit(sandbox.SnapshotEntry{File: sandbox.File{Path: p}, LeftOut: why})
+	}
+	return walk(ctx, r, "", func(rel string, d fs.DirEntry) (bool, error) {
 		if exclude != nil && exclude(rel) {
 			return false, nil
 		}
-		if d.IsDir() {
-			return true, nil
+		if !utf8.ValidString(rel) {
+			return false, leftOut(strconv.Quote(rel), "the name is not valid UTF-8")
 		}
-		if !d.Type().IsRegular() {
-			return false, nil
+		if _, err := Clean(rel); err != nil {
+			return false, leftOut(rel, "the name cannot be a workspace path: "+err.Error())
+		}
+		switch t := d.Type(); {
+		case d.IsDir():
+			return true, nil
+		case t&fs.ModeSymlink != 0:
+			return false, leftOut(rel, "symlink")
+		case !t.IsRegular():
+			return false, leftOut(rel, "not a regular file")
 		}
 		file, fi, err := openRegular(r, rel, rel)
 		if err != nil {
@@ -195,11 +212,7 @@ func (f *FS) Files(ctx context.Context, exclude func(rel string) bool) ([]sandbo
 		if _, err := buf.ReadFrom(file); err != nil {
 			return false, mapErr(rel, err)
 		}
-		out = append(out, sandbox.File{Path: rel, Mode: uint32(fi.Mode().Perm()), Data: buf.Bytes()})
-		return false, nil
+		data := buf.Bytes()
+		return false, emit(sandbox.SnapshotEntry{File: sandbox.File{Path: rel, Mode: uint32(fi.Mode().Perm()), Data: data}, Size: int64(len(data))})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

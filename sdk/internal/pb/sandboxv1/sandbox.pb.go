@@ -31,8 +31,13 @@ type CreateHeader struct {
 	// Chosen by the host so that it can record the sandbox before it exists.
 	SandboxId string `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
 	// Reuse key (e.g. chat-<session id>); informational for the plugin.
-	ScopeKey      string            `protobuf:"bytes,2,opt,name=scope_key,json=scopeKey,proto3" json:"scope_key,omitempty"`
-	Labels        map[string]string `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	ScopeKey string            `protobuf:"bytes,2,opt,name=scope_key,json=scopeKey,proto3" json:"scope_key,omitempty"`
+	Labels   map[string]string `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The host's limit on one file, in bytes; 0 leaves the plugin's own. The
+	// sandbox holds its commands to it (a command writing a bigger file is
+	// stopped a byte past it, so the host sees the file is over) and refuses
+	// bigger files in Create and WriteFile.
+	MaxFileBytes  int64 `protobuf:"varint,4,opt,name=max_file_bytes,json=maxFileBytes,proto3" json:"max_file_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -86,6 +91,13 @@ func (x *CreateHeader) GetLabels() map[string]string {
 		return x.Labels
 	}
 	return nil
+}
+
+func (x *CreateHeader) GetMaxFileBytes() int64 {
+	if x != nil {
+		return x.MaxFileBytes
+	}
+	return 0
 }
 
 type FileHeader struct {
@@ -606,6 +618,7 @@ type SnapshotChunk struct {
 	//
 	//	*SnapshotChunk_File
 	//	*SnapshotChunk_Data
+	//	*SnapshotChunk_LeftOut
 	Msg           isSnapshotChunk_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -666,6 +679,15 @@ func (x *SnapshotChunk) GetData() []byte {
 	return nil
 }
 
+func (x *SnapshotChunk) GetLeftOut() *LeftOut {
+	if x != nil {
+		if x, ok := x.Msg.(*SnapshotChunk_LeftOut); ok {
+			return x.LeftOut
+		}
+	}
+	return nil
+}
+
 type isSnapshotChunk_Msg interface {
 	isSnapshotChunk_Msg()
 }
@@ -678,20 +700,84 @@ type SnapshotChunk_Data struct {
 	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
 }
 
+type SnapshotChunk_LeftOut struct {
+	LeftOut *LeftOut `protobuf:"bytes,3,opt,name=left_out,json=leftOut,proto3,oneof"`
+}
+
 func (*SnapshotChunk_File) isSnapshotChunk_Msg() {}
 
 func (*SnapshotChunk_Data) isSnapshotChunk_Msg() {}
+
+func (*SnapshotChunk_LeftOut) isSnapshotChunk_Msg() {}
+
+// LeftOut is a path of the working copy that a snapshot does not include.
+type LeftOut struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The path relative to the workspace; a name that is not valid UTF-8 is
+	// given Go-quoted ("bad\xff.txt"), with its quotes, since proto strings
+	// must be UTF-8.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Why, for people: "symlink", "not valid UTF-8", …
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeftOut) Reset() {
+	*x = LeftOut{}
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeftOut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeftOut) ProtoMessage() {}
+
+func (x *LeftOut) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeftOut.ProtoReflect.Descriptor instead.
+func (*LeftOut) Descriptor() ([]byte, []int) {
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *LeftOut) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *LeftOut) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
 
 var File_agenthost_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"\"agenthost/sandbox/v1/sandbox.proto\x12\x14agenthost.sandbox.v1\x1a agenthost/plugin/v1/plugin.proto\"\xcd\x01\n" +
+	"\"agenthost/sandbox/v1/sandbox.proto\x12\x14agenthost.sandbox.v1\x1a agenthost/plugin/v1/plugin.proto\"\xf3\x01\n" +
 	"\fCreateHeader\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x1b\n" +
 	"\tscope_key\x18\x02 \x01(\tR\bscopeKey\x12F\n" +
-	"\x06labels\x18\x03 \x03(\v2..agenthost.sandbox.v1.CreateHeader.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18\x03 \x03(\v2..agenthost.sandbox.v1.CreateHeader.LabelsEntryR\x06labels\x12$\n" +
+	"\x0emax_file_bytes\x18\x04 \x01(\x03R\fmaxFileBytes\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +
@@ -728,11 +814,15 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x0fSnapshotRequest\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x18\n" +
-	"\aexclude\x18\x02 \x03(\tR\aexclude\"d\n" +
+	"\aexclude\x18\x02 \x03(\tR\aexclude\"\xa0\x01\n" +
 	"\rSnapshotChunk\x126\n" +
 	"\x04file\x18\x01 \x01(\v2 .agenthost.sandbox.v1.FileHeaderH\x00R\x04file\x12\x14\n" +
-	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x05\n" +
-	"\x03msg2\xa3\x05\n" +
+	"\x04data\x18\x02 \x01(\fH\x00R\x04data\x12:\n" +
+	"\bleft_out\x18\x03 \x01(\v2\x1d.agenthost.sandbox.v1.LeftOutH\x00R\aleftOutB\x05\n" +
+	"\x03msg\"5\n" +
+	"\aLeftOut\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason2\xa3\x05\n" +
 	"\aSandbox\x12I\n" +
 	"\x04Info\x12 .agenthost.plugin.v1.InfoRequest\x1a\x1f.agenthost.plugin.v1.PluginInfo\x12Z\n" +
 	"\tConfigure\x12%.agenthost.plugin.v1.ConfigureRequest\x1a&.agenthost.plugin.v1.ConfigureResponse\x12Q\n" +
@@ -756,7 +846,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 	return file_agenthost_sandbox_v1_sandbox_proto_rawDescData
 }
 
-var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*CreateHeader)(nil),               // 0: agenthost.sandbox.v1.CreateHeader
 	(*FileHeader)(nil),                 // 1: agenthost.sandbox.v1.FileHeader
@@ -769,40 +859,42 @@ var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*Endpoint)(nil),                   // 8: agenthost.sandbox.v1.Endpoint
 	(*SnapshotRequest)(nil),            // 9: agenthost.sandbox.v1.SnapshotRequest
 	(*SnapshotChunk)(nil),              // 10: agenthost.sandbox.v1.SnapshotChunk
-	nil,                                // 11: agenthost.sandbox.v1.CreateHeader.LabelsEntry
-	(*pluginv1.InfoRequest)(nil),       // 12: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 13: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 14: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 15: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 16: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 17: agenthost.plugin.v1.HealthResponse
+	(*LeftOut)(nil),                    // 11: agenthost.sandbox.v1.LeftOut
+	nil,                                // 12: agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	(*pluginv1.InfoRequest)(nil),       // 13: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 14: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 15: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 16: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 17: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 18: agenthost.plugin.v1.HealthResponse
 }
 var file_agenthost_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	11, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	12, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
 	0,  // 1: agenthost.sandbox.v1.CreateRequest.header:type_name -> agenthost.sandbox.v1.CreateHeader
 	1,  // 2: agenthost.sandbox.v1.CreateRequest.file:type_name -> agenthost.sandbox.v1.FileHeader
 	1,  // 3: agenthost.sandbox.v1.SnapshotChunk.file:type_name -> agenthost.sandbox.v1.FileHeader
-	12, // 4: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	13, // 5: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	14, // 6: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	2,  // 7: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
-	4,  // 8: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
-	5,  // 9: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
-	7,  // 10: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
-	9,  // 11: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
-	15, // 12: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	16, // 13: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	17, // 14: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	3,  // 15: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
-	3,  // 16: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
-	6,  // 17: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
-	8,  // 18: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
-	10, // 19: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
-	12, // [12:20] is the sub-list for method output_type
-	4,  // [4:12] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	11, // 4: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
+	13, // 5: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	14, // 6: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	15, // 7: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	2,  // 8: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
+	4,  // 9: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
+	5,  // 10: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
+	7,  // 11: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
+	9,  // 12: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
+	16, // 13: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	17, // 14: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	18, // 15: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	3,  // 16: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
+	3,  // 17: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
+	6,  // 18: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
+	8,  // 19: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
+	10, // 20: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
+	13, // [13:21] is the sub-list for method output_type
+	5,  // [5:13] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_sandbox_v1_sandbox_proto_init() }
@@ -818,6 +910,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 	file_agenthost_sandbox_v1_sandbox_proto_msgTypes[10].OneofWrappers = []any{
 		(*SnapshotChunk_File)(nil),
 		(*SnapshotChunk_Data)(nil),
+		(*SnapshotChunk_LeftOut)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -825,7 +918,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_sandbox_v1_sandbox_proto_rawDesc), len(file_agenthost_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -49,7 +49,9 @@ type SandboxClient interface {
 	Stop(ctx context.Context, in *StopRequest, opts ...grpc.CallOption) (*StopResponse, error)
 	ExposePort(ctx context.Context, in *ExposePortRequest, opts ...grpc.CallOption) (*Endpoint, error)
 	// Snapshot streams every file of the working copy: a FileHeader, then its
-	// data chunks, file after file.
+	// data chunks, file after file. Entries it cannot include (symlinks,
+	// special files, names that are not valid UTF-8 or not storable) come as
+	// a LeftOut, so that the host reports them instead of failing.
 	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
 }
 
@@ -168,7 +170,9 @@ type SandboxServer interface {
 	Stop(context.Context, *StopRequest) (*StopResponse, error)
 	ExposePort(context.Context, *ExposePortRequest) (*Endpoint, error)
 	// Snapshot streams every file of the working copy: a FileHeader, then its
-	// data chunks, file after file.
+	// data chunks, file after file. Entries it cannot include (symlinks,
+	// special files, names that are not valid UTF-8 or not storable) come as
+	// a LeftOut, so that the host reports them instead of failing.
 	Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
 	mustEmbedUnimplementedSandboxServer()
 }

@@ -1,0 +1,122 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+)
+
+// keepOutOversized drops from the run's base files those over the per-file
+// limit (an app may hold one from before the limits, or since the operator
+// lowered them): the sandbox would refuse them and the app could never run
+// again. The run is told with a warning, and applying its result carries
+// them over unless the run made a file of its own there.
+func (o *Orchestrator) keepOutOversized(ctx context.Context, ar *activeRun) {
+	limit := o.opts.Limits.MaxFileBytes
+	ar.mu.Lock()
+	files := ar.req.Files
+	kept := make([]sandbox.File, 0, len(files))
+	var out []LeftOut
+	for _, f := range files {
+		if int64(len(f.Data)) > limit {
+			out = append(out, LeftOut{Path: f.Path, Reason: fmt.Sprintf("%d bytes; the limit is %d", len(f.Data), limit)})
+			continue
+		}
+		kept = append(kept, f)
+	}
+	if out != nil {
+		ar.req.Files, ar.keptOut = kept, out
+	}
+	ar.mu.Unlock()
+	if out != nil {
+		_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageWarning, "left_out": out,
+			"message": fmt.Sprintf("%d file(s) over the size limit are not in the sandbox; the app keeps them: %s", len(out), joinPaths(out))})
+	}
+}
+
+// snapshotResult streams the sandbox's files into the result sink one at a
+// time (a file over the per-file limit is never read in) and returns the
+// manifest to apply.
+func (o *Orchestrator) snapshotResult(ctx context.Context, ar *activeRun, ref *sandboxRef) (RunResult, error) {
+	var res RunResult
+	err := ref.client.SnapshotEach(ctx, ref.id, core.GeneratedArtifacts, o.opts.Limits.MaxFileBytes, func(e sandbox.SnapshotEntry) error {
+		switch {
+		case e.LeftOut != "":
+			res.LeftOut = append(res.LeftOut, LeftOut{Path: e.Path, Reason: e.LeftOut})
+			return nil
+		case e.TooLarge:
+			res.Files = append(res.Files, ResultFile{Path: e.Path, Mode: e.Mode, Size: e.Size, TooLarge: true})
+			return nil
+		}
+		sha, err := o.results.PutBlob(ctx, e.Data)
+		if err != nil {
+			return fmt.Errorf("store %s: %w", e.Path, err)
+		}
+		res.Files = append(res.Files, ResultFile{Path: e.Path, Mode: e.Mode, Size: int64(len(e.Data)), SHA256: sha})
+		return nil
+	})
+	if err != nil {
+		return RunResult{}, err
+	}
+	ar.mu.Lock()
+	for _, k := range ar.keptOut {
+		res.KeptOut = append(res.KeptOut, k.Path)
+	}
+	ar.mu.Unlock()
+	return res, nil
+}
+
+// applyResult snapshots and applies a completed run's result, and says how
+// the run ends.
+func (o *Orchestrator) applyResult(ctx context.Context, ar *activeRun, ref *sandboxRef, out outcome) outcome {
+	res, err := o.snapshotResult(ctx, ar, ref)
+	if err != nil {
+		out = o.classify(ar, err, "snapshot sandbox")
+		if out.status == core.RunCancelled {
+			out = failed(core.CodeSandboxError, "snapshot sandbox: %v", err)
+		}
+		return out
+	}
+	if len(res.LeftOut) > 0 {
+		_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageWarning, "left_out": res.LeftOut,
+			"message": fmt.Sprintf("%d path(s) of the sandbox cannot be stored and are left out of the result: %s", len(res.LeftOut), joinPaths(res.LeftOut))})
+	}
+	applied, err := o.results.ApplyResult(ctx, ar.run, res)
+	for _, ev := range applied.Events {
+		_ = o.emitWith(ctx, ar, ev, nil)
+	}
+	ar.mu.Lock()
+	ar.resultRevision, ar.result = applied.RevisionID, applied.Result
+	ar.mu.Unlock()
+	if len(applied.Diagnostics) > 0 && out.diagnostics == nil {
+		out.diagnostics = applied.Diagnostics
+	}
+	var tooLarge *core.Error
+	switch {
+	case errors.As(err, &tooLarge) && tooLarge.Code == core.CodeResultTooLarge:
+		// Not applied, nothing changed: the app's draft is as it was.
+		out = failed(core.CodeResultTooLarge, "%s", tooLarge.Message)
+		out.diagnostics = applied.Diagnostics
+	case err != nil:
+		out = failed(core.CodeApplyFailed, "the run's result could not be saved as a revision: %v", err)
+	}
+	return out
+}
+
+// joinPaths names the paths of a list, briefly.
+func joinPaths(l []LeftOut) string {
+	const show = 5
+	names := make([]string, 0, min(len(l), show))
+	for i, x := range l {
+		if i == show {
+			names = append(names, fmt.Sprintf("and %d more", len(l)-show))
+			break
+		}
+		names = append(names, x.Path)
+	}
+	return strings.Join(names, ", ")
+}
