@@ -104,16 +104,8 @@ func (s *Server) createApp(c *gin.Context) {
 	ctx := c.Request.Context()
 	p := principal(c)
 	a := store.App{ID: orchestrator.NewID("app"), TenantID: p.TenantID, Name: name}
-	if err := s.deps.Store.CreateApp(ctx, a); err != nil {
-		_ = c.Error(err)
-		return
-	}
-	if _, _, err := s.deps.Store.CreateRevision(ctx, store.NewRevision{ID: orchestrator.NewID("rev"), AppID: a.ID, Source: source,
-		AuthorID: p.UserID, Message: "created", Files: files, AdvanceDraft: true}); err != nil {
-		_ = c.Error(err)
-		return
-	}
-	got, err := s.deps.Store.GetApp(ctx, a.ID)
+	got, _, err := s.deps.Store.CreateAppWithRevision(ctx, a, store.NewRevision{ID: orchestrator.NewID("rev"), Source: source,
+		AuthorID: p.UserID, Message: "created", Files: files})
 	if err != nil {
 		_ = c.Error(err)
 		return
