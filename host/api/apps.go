@@ -26,6 +26,11 @@ type createAppRequest struct {
 	Template string `json:"template"`
 }
 
+// isFileContent: the values of files are contents, which may hold NUL.
+func (createAppRequest) isFileContent(path []string) bool {
+	return len(path) == 2 && path[0] == "files"
+}
+
 type appJSON struct {
 	ID              string    `json:"id"`
 	Name            string    `json:"name"`

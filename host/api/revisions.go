@@ -342,6 +342,11 @@ type editRequest struct {
 	Message string             `json:"message"`
 }
 
+// isFileContent: the values of files are contents, which may hold NUL.
+func (editRequest) isFileContent(path []string) bool {
+	return len(path) == 2 && path[0] == "files"
+}
+
 // createRevision records a user's own edit of the draft (an editor's save) as
 // a revision on top of the head, and moves the head to it.
 func (s *Server) createRevision(c *gin.Context) {
