@@ -101,10 +101,20 @@ func (s *Server) createApp(c *gin.Context) {
 					_ = c.Error(core.Errf(core.CodeInvalidRequest, "files", "file path %q must be relative to the app's root, without . or .. segments", p))
 					return
 				}
+				// The same folders an archive upload leaves out (.git/,
+				// node_modules/, build output) stay out of inline apps.
+				if sandbox.MatchExclude(p, uploadSkips) {
+					skipped++
+					continue
+				}
 				files = append(files, sandbox.File{Path: p, Data: []byte(content)})
 			}
 			sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 		}
+	}
+	if err := checkTree(files); err != nil {
+		_ = c.Error(err)
+		return
 	}
 	ctx := c.Request.Context()
 	p := principal(c)

@@ -407,6 +407,12 @@ func (s *Server) createRevision(c *gin.Context) {
 	for _, f := range byPath {
 		files = append(files, f)
 	}
+	// The whole tree, not only the edit: "a/b" is fine alone but not
+	// beside a file "a" of the draft.
+	if err := checkTree(files); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	msg := req.Message
 	if msg == "" {
 		msg = "edit"
