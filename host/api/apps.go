@@ -134,17 +134,23 @@ func (s *Server) listTemplates(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"items": templates.List()})
 }
 
+// listApps pages the tenant's apps newest first (?limit=, ?cursor=).
 func (s *Server) listApps(c *gin.Context) {
-	apps, err := s.deps.Store.ListApps(c.Request.Context(), principal(c).TenantID, 200)
+	pg, ok := pageOf(c)
+	if !ok {
+		return
+	}
+	apps, err := s.deps.Store.ListApps(c.Request.Context(), principal(c).TenantID, pg.cursor, pg.limit+1)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
+	apps, next := trimPage(pg, apps, func(a store.App) string { return a.ID })
 	out := make([]appJSON, len(apps))
 	for i, a := range apps {
 		out[i] = appOut(a)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": out})
+	c.JSON(http.StatusOK, gin.H{"items": out, "next_cursor": next})
 }
 
 func (s *Server) getApp(c *gin.Context) {
