@@ -161,7 +161,7 @@ func TestEveryListChecksItsCursor(t *testing.T) {
 		for _, list := range lists[:2] {
 			var first, second struct {
 				Items []struct {
-					ID    string `json:"id"`
+					ID string `json:"id"`
 				} `json:"items"`
 				Next string `json:"next_cursor"`
 			}
