@@ -132,12 +132,17 @@ func (s *Server) getAgent(c *gin.Context) {
 }
 
 func (s *Server) listAgents(c *gin.Context) {
-	agents, err := s.deps.Store.ListAgents(c.Request.Context(), principal(c).TenantID, 200)
+	pg, ok := pageOf(c)
+	if !ok {
+		return
+	}
+	agents, err := s.deps.Store.ListAgents(c.Request.Context(), principal(c).TenantID, pg.cursor, pg.limit+1)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"items": agents})
+	agents, next := trimPage(pg, agents, func(a store.Agent) string { return a.ID })
+	c.JSON(http.StatusOK, gin.H{"items": agents, "next_cursor": next})
 }
 
 type selectAgentRequest struct {

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -84,7 +85,7 @@ func New(d Deps) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{deps: d, log: d.Logger.Named("api")}
 	r := gin.New()
-	r.Use(requestID, errorMiddleware(s.log))
+	r.Use(requestID, errorMiddleware(s.log), checkRequestText)
 	r.NoRoute(func(c *gin.Context) {
 		_ = c.Error(core.Errf(core.CodeNotFound, "", "no route %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -131,10 +132,11 @@ func New(d Deps) http.Handler {
 	return r
 }
 
-// requestID tags every request (X-Request-ID is echoed when sane).
+// requestID tags every request (X-Request-ID is echoed when sane: it goes
+// into logs, error bodies and a response header, so printable ASCII only).
 func requestID(c *gin.Context) {
 	id := c.GetHeader("X-Request-ID")
-	if id == "" || len(id) > 64 {
+	if id == "" || len(id) > 64 || strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		id = "req_" + hex.EncodeToString(b[:])

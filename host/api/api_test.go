@@ -381,7 +381,7 @@ func TestSandboxRequired(t *testing.T) {
 	runs, err := e.h.Store.ListRuns(t.Context(), app, "", "", 10)
 	require.NoError(t, err)
 	assert.Empty(t, runs)
-	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", 10)
+	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", "", 10)
 	require.NoError(t, err)
 	assert.Empty(t, chats, "a refused run leaves no chat session behind")
 }
@@ -405,7 +405,7 @@ func TestRefusedRunsChangeNothing(t *testing.T) {
 	runs, err := e.h.Store.ListRuns(t.Context(), app, "", "", 10)
 	require.NoError(t, err)
 	assert.Empty(t, runs)
-	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", 10)
+	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", "", 10)
 	require.NoError(t, err)
 	assert.Empty(t, chats)
 }
@@ -451,7 +451,7 @@ func TestEngineUnsupportedRuntime(t *testing.T) {
 	runs, err := e.h.Store.ListRuns(t.Context(), app, "", "", 10)
 	require.NoError(t, err)
 	assert.Empty(t, runs)
-	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", 10)
+	chats, err := e.h.Store.ListChatSessions(t.Context(), app, "usr_admin", "", 10)
 	require.NoError(t, err)
 	assert.Empty(t, chats, "a refused run leaves no chat session behind")
 

@@ -26,6 +26,11 @@ type createAppRequest struct {
 	Template string `json:"template"`
 }
 
+// isFileContent: the values of files are contents, which may hold NUL.
+func (createAppRequest) isFileContent(path []string) bool {
+	return len(path) == 2 && path[0] == "files"
+}
+
 type appJSON struct {
 	ID              string    `json:"id"`
 	Name            string    `json:"name"`
@@ -96,10 +101,20 @@ func (s *Server) createApp(c *gin.Context) {
 					_ = c.Error(core.Errf(core.CodeInvalidRequest, "files", "file path %q must be relative to the app's root, without . or .. segments", p))
 					return
 				}
+				// The same folders an archive upload leaves out (.git/,
+				// node_modules/, build output) stay out of inline apps.
+				if sandbox.MatchExclude(p, uploadSkips) {
+					skipped++
+					continue
+				}
 				files = append(files, sandbox.File{Path: p, Data: []byte(content)})
 			}
 			sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 		}
+	}
+	if err := checkTree(files); err != nil {
+		_ = c.Error(err)
+		return
 	}
 	if err := s.checkFiles(files, nil); err != nil {
 		_ = c.Error(err)
@@ -108,16 +123,8 @@ func (s *Server) createApp(c *gin.Context) {
 	ctx := c.Request.Context()
 	p := principal(c)
 	a := store.App{ID: orchestrator.NewID("app"), TenantID: p.TenantID, Name: name}
-	if err := s.deps.Store.CreateApp(ctx, a); err != nil {
-		_ = c.Error(err)
-		return
-	}
-	if _, _, err := s.deps.Store.CreateRevision(ctx, store.NewRevision{ID: orchestrator.NewID("rev"), AppID: a.ID, Source: source,
-		AuthorID: p.UserID, Message: "created", Files: files, AdvanceDraft: true}); err != nil {
-		_ = c.Error(err)
-		return
-	}
-	got, err := s.deps.Store.GetApp(ctx, a.ID)
+	got, _, err := s.deps.Store.CreateAppWithRevision(ctx, a, store.NewRevision{ID: orchestrator.NewID("rev"), Source: source,
+		AuthorID: p.UserID, Message: "created", Files: files})
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -131,17 +138,23 @@ func (s *Server) listTemplates(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"items": templates.List()})
 }
 
+// listApps pages the tenant's apps newest first (?limit=, ?cursor=).
 func (s *Server) listApps(c *gin.Context) {
-	apps, err := s.deps.Store.ListApps(c.Request.Context(), principal(c).TenantID, 200)
+	pg, ok := pageOf(c)
+	if !ok {
+		return
+	}
+	apps, err := s.deps.Store.ListApps(c.Request.Context(), principal(c).TenantID, pg.cursor, pg.limit+1)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
+	apps, next := trimPage(pg, apps, func(a store.App) string { return a.ID })
 	out := make([]appJSON, len(apps))
 	for i, a := range apps {
 		out[i] = appOut(a)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": out})
+	c.JSON(http.StatusOK, gin.H{"items": out, "next_cursor": next})
 }
 
 func (s *Server) getApp(c *gin.Context) {

@@ -78,16 +78,21 @@ func (s *Server) listChats(c *gin.Context) {
 	if !ok {
 		return
 	}
-	list, err := s.deps.Store.ListChatSessions(c.Request.Context(), a.ID, principal(c).UserID, 200)
+	pg, ok := pageOf(c)
+	if !ok {
+		return
+	}
+	list, err := s.deps.Store.ListChatSessions(c.Request.Context(), a.ID, principal(c).UserID, pg.cursor, pg.limit+1)
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
+	list, next := trimPage(pg, list, func(cs store.ChatSession) string { return cs.ID })
 	out := make([]chatJSON, len(list))
 	for i, cs := range list {
 		out[i] = chatOut(cs)
 	}
-	c.JSON(http.StatusOK, gin.H{"items": out})
+	c.JSON(http.StatusOK, gin.H{"items": out, "next_cursor": next})
 }
 
 func (s *Server) createChat(c *gin.Context) {

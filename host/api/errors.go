@@ -100,17 +100,27 @@ func render(c *gin.Context, log hclog.Logger) {
 const maxJSONBody = 1 << 20
 
 // bindJSON decodes a body strictly: unknown fields, trailing data, a body
-// over limit and malformed JSON are all 4xx with a code, never a 500.
+// over limit, malformed JSON and text that is not UTF-8 or holds a NUL
+// (checkJSONText) are all 4xx with a code, never a 500.
 func bindJSON(c *gin.Context, limit int64, v any) error {
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
-	dec := json.NewDecoder(c.Request.Body)
+	if c.Request.Body == nil {
+		return core.Errf(core.CodeInvalidRequest, "", "the request body is empty; send a JSON object")
+	}
+	// Read whole: the text check needs the raw bytes the decoder would
+	// otherwise consume (and it buffers them anyway).
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return core.Errf(CodeTooLarge, "", "the request body is over %d bytes", limit)
+		}
+		return core.Errf(core.CodeInvalidRequest, "", "could not read the request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
 		var typeErr *json.UnmarshalTypeError
 		switch {
-		case errors.As(err, &tooBig):
-			return core.Errf(CodeTooLarge, "", "the request body is over %d bytes", limit)
 		case errors.Is(err, io.EOF):
 			return core.Errf(core.CodeInvalidRequest, "", "the request body is empty; send a JSON object")
 		case errors.As(err, &typeErr):
@@ -124,7 +134,7 @@ func bindJSON(c *gin.Context, limit int64, v any) error {
 	if dec.More() {
 		return core.Errf(core.CodeInvalidRequest, "", "the body holds more than one JSON value")
 	}
-	return nil
+	return checkJSONText(body, v)
 }
 
 // bindOptionalJSON is bindJSON for endpoints whose body may be left out: an

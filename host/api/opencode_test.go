@@ -422,10 +422,17 @@ func TestOpenCodeContractToolAndSeeding(t *testing.T) {
 	reqs := srv.RequestsFor("oc-contract")
 	assert.Contains(t, string(reqs[len(reqs)-1].Body), "readiness")
 
-	// A file named .opencode leaves no room for the custom tools.
-	var blocked struct{ ID string }
+	// A file named .opencode leaves no room for the custom tools. App
+	// creation leaves generated folders such as .opencode out, so the file
+	// comes in as a user's edit.
+	var blocked struct {
+		ID    string `json:"id"`
+		Draft string `json:"draft_revision_id"`
+	}
 	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps", map[string]any{"name": "blocked",
-		"files": map[string]string{"index.html": "<h1>hi</h1>\n", ".opencode": "not a folder\n"}}, &blocked))
+		"files": map[string]string{"index.html": "<h1>hi</h1>\n"}}, &blocked))
+	require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps/"+blocked.ID+"/revisions", map[string]any{
+		"base_revision_id": blocked.Draft, "files": map[string]string{".opencode": "not a folder\n"}}, nil))
 	run = e.ocRun(blocked.ID, model, "", "anything")
 	done = e.ocWait(blocked.ID, run)
 	require.Equal(t, "failed", done.Status)

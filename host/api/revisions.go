@@ -342,6 +342,11 @@ type editRequest struct {
 	Message string             `json:"message"`
 }
 
+// isFileContent: the values of files are contents, which may hold NUL.
+func (editRequest) isFileContent(path []string) bool {
+	return len(path) == 2 && path[0] == "files"
+}
+
 // createRevision records a user's own edit of the draft (an editor's save) as
 // a revision on top of the head, and moves the head to it.
 func (s *Server) createRevision(c *gin.Context) {
@@ -401,6 +406,12 @@ func (s *Server) createRevision(c *gin.Context) {
 	files := make([]sandbox.File, 0, len(byPath))
 	for _, f := range byPath {
 		files = append(files, f)
+	}
+	// The whole tree, not only the edit: "a/b" is fine alone but not
+	// beside a file "a" of the draft.
+	if err := checkTree(files); err != nil {
+		_ = c.Error(err)
+		return
 	}
 	if err := s.checkFiles(files, current); err != nil {
 		_ = c.Error(err)

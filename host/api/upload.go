@@ -10,6 +10,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -97,7 +98,7 @@ func uploadErr(field, format string, args ...any) error {
 func cleanEntryPath(name string) (string, error) {
 	p := strings.TrimPrefix(name, "./")
 	switch {
-	case p == "" || strings.ContainsRune(p, 0) || strings.Contains(p, `\`):
+	case p == "" || strings.ContainsRune(p, 0) || strings.Contains(p, `\`) || !utf8.ValidString(p):
 		return "", uploadErr("files", "archive entry %q has an unusable name", name)
 	case strings.HasPrefix(p, "/"):
 		return "", uploadErr("files", "archive entry %q is absolute; entries must be relative to the app's root", name)

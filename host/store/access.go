@@ -98,8 +98,9 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 	return Principal{TokenID: row.ID, TenantID: row.TenantID, UserID: row.UserID, Scopes: strings.Fields(row.Scopes)}, nil
 }
 
-// ListApps returns a tenant's apps, newest first.
-func (s *Store) ListApps(ctx context.Context, tenantID string, limit int) ([]App, error) {
+// ListApps returns a tenant's apps newest first, older than the cursor app
+// (empty: from the newest).
+func (s *Store) ListApps(ctx context.Context, tenantID, before string, limit int) ([]App, error) {
 	var rows []struct {
 		ID        string         `db:"id"`
 		TenantID  string         `db:"tenant_id"`
@@ -108,8 +109,15 @@ func (s *Store) ListApps(ctx context.Context, tenantID string, limit int) ([]App
 		CreatedAt int64          `db:"created_at"`
 		UpdatedAt int64          `db:"updated_at"`
 	}
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT id, tenant_id, name, draft_revision_id, created_at, updated_at
- FROM apps WHERE tenant_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`), tenantID, limit); err != nil {
+	q := `SELECT id, tenant_id, name, draft_revision_id, created_at, updated_at FROM apps WHERE tenant_id = ?`
+	args := []any{tenantID}
+	if before != "" {
+		q += ` AND (created_at, id) < (SELECT created_at, id FROM apps WHERE id = ?)`
+		args = append(args, before)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
 		return nil, translate(err)
 	}
 	out := make([]App, len(rows))

@@ -102,11 +102,19 @@ func (s *Store) GetAgent(ctx context.Context, id string) (Agent, []AgentTool, er
 	return row.agent(), tools, nil
 }
 
-// ListAgents returns a tenant's agents, newest first.
-func (s *Store) ListAgents(ctx context.Context, tenantID string, limit int) ([]Agent, error) {
+// ListAgents returns a tenant's agents newest first, older than the cursor
+// agent (empty: from the newest).
+func (s *Store) ListAgents(ctx context.Context, tenantID, before string, limit int) ([]Agent, error) {
 	var rows []agentRow
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT id, tenant_id, name, description, created_at FROM runtime_agents
- WHERE tenant_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`), tenantID, limit); err != nil {
+	q := `SELECT id, tenant_id, name, description, created_at FROM runtime_agents WHERE tenant_id = ?`
+	args := []any{tenantID}
+	if before != "" {
+		q += ` AND (created_at, id) < (SELECT created_at, id FROM runtime_agents WHERE id = ?)`
+		args = append(args, before)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
 		return nil, translate(err)
 	}
 	out := make([]Agent, len(rows))

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 )
 
 // App is an app row.
@@ -51,4 +53,29 @@ func (s *Store) GetApp(ctx context.Context, id string) (App, error) {
 	}
 	return App{ID: row.ID, TenantID: row.TenantID, Name: row.Name, DraftRevisionID: row.Draft.String,
 		CreatedAt: fromMS(row.CreatedAt), UpdatedAt: fromMS(row.UpdatedAt)}, nil
+}
+
+// CreateAppWithRevision records an app and its first revision, which becomes
+// its draft head, in one transaction: a failure at any step leaves no app
+// behind (an app without a draft fails every run).
+func (s *Store) CreateAppWithRevision(ctx context.Context, a App, first NewRevision) (App, Revision, error) {
+	first.AppID, first.AdvanceDraft = a.ID, true
+	pr, err := prepareRevision(first)
+	if err != nil {
+		return App{}, Revision{}, err
+	}
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		now := time.Now().UnixMilli()
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO apps (id, tenant_id, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`),
+			a.ID, a.TenantID, a.Name, now, now); err != nil {
+			return translate(err)
+		}
+		_, err := s.writeRevision(ctx, tx, pr)
+		return err
+	})
+	if err != nil {
+		return App{}, Revision{}, err
+	}
+	got, err := s.GetApp(ctx, a.ID)
+	return got, pr.rev, err
 }

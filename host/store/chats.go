@@ -53,11 +53,19 @@ func (s *Store) GetChatSession(ctx context.Context, id string) (ChatSession, err
 	return cs, translate(err)
 }
 
-// ListChatSessions returns a user's sessions of an app, most recent first.
-func (s *Store) ListChatSessions(ctx context.Context, appID, userID string, limit int) ([]ChatSession, error) {
+// ListChatSessions returns a user's sessions of an app, most recently used
+// first, after the cursor session (empty: from the first).
+func (s *Store) ListChatSessions(ctx context.Context, appID, userID, before string, limit int) ([]ChatSession, error) {
 	var out []ChatSession
-	err := s.r.SelectContext(ctx, &out, s.rebind(`SELECT `+chatColumns+` FROM chat_sessions
- WHERE app_id = ? AND user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`), appID, userID, limit)
+	q := `SELECT ` + chatColumns + ` FROM chat_sessions WHERE app_id = ? AND user_id = ?`
+	args := []any{appID, userID}
+	if before != "" {
+		q += ` AND (updated_at, id) < (SELECT updated_at, id FROM chat_sessions WHERE id = ?)`
+		args = append(args, before)
+	}
+	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
+	args = append(args, limit)
+	err := s.r.SelectContext(ctx, &out, s.rebind(q), args...)
 	return out, translate(err)
 }
 

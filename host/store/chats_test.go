@@ -31,7 +31,7 @@ func TestChatStore(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, msgs, 2)
 
-		list, err := s.ListChatSessions(ctx, "app1", user, 10)
+		list, err := s.ListChatSessions(ctx, "app1", user, "", 10)
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 

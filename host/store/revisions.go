@@ -79,83 +79,111 @@ func digest(b []byte) string {
 // a file that any revision already holds costs one manifest row and no
 // bytes.
 func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, WriteStats, error) {
+	pr, err := prepareRevision(nr)
+	if err != nil {
+		return Revision{}, WriteStats{}, err
+	}
+	var stats WriteStats
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		stats, err = s.writeRevision(ctx, tx, pr)
+		return err
+	})
+	if err != nil {
+		return Revision{}, WriteStats{}, err
+	}
+	return pr.rev, stats, nil
+}
+
+// preparedRevision is a NewRevision checked and digested, ready to write.
+type preparedRevision struct {
+	nr      NewRevision
+	rev     Revision
+	entries []ManifestEntry
+	// bySHA holds the contents that came with Files; byDigest the
+	// manifest whose blobs must already be stored.
+	bySHA    map[string][]byte
+	byDigest []ManifestEntry
+}
+
+// prepareRevision checks nr and digests its files, outside any transaction.
+func prepareRevision(nr NewRevision) (preparedRevision, error) {
 	if nr.ID == "" || nr.AppID == "" || nr.Source == "" {
-		return Revision{}, WriteStats{}, core.Errf(core.CodeInvalidRequest, "", "revision id, app id and source are required")
+		return preparedRevision{}, core.Errf(core.CodeInvalidRequest, "", "revision id, app id and source are required")
 	}
 	entries, bySHA, err := newManifest(nr)
 	if err != nil {
-		return Revision{}, WriteStats{}, err
+		return preparedRevision{}, err
 	}
 	var total int64
 	for _, e := range entries {
 		total += e.Size
 	}
-	files := entries
 	rev := Revision{
 		ID: nr.ID, AppID: nr.AppID, ParentID: nr.ParentID, MergeParentID: nr.MergeParentID, Source: nr.Source,
-		AuthorID: nr.AuthorID, RunID: nr.RunID, Message: nr.Message, FileCount: len(files), TotalSize: total,
+		AuthorID: nr.AuthorID, RunID: nr.RunID, Message: nr.Message, FileCount: len(entries), TotalSize: total,
 		Applied: !nr.Unapplied, CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
 	}
-	var stats WriteStats
 	byDigest := nr.Manifest
 	if nr.Files != nil {
 		byDigest = nil // contents come with the files
 	}
-	err = s.tx(ctx, func(tx *sqlx.Tx) error {
-		if err := s.checkBlobs(ctx, tx, byDigest); err != nil {
-			return err
-		}
-		missing, err := s.missingBlobs(ctx, tx, bySHA)
-		if err != nil {
-			return err
-		}
-		written, bytes, err := putBlobs(ctx, tx, missing, bySHA)
-		if err != nil {
-			return err
-		}
-		stats.BlobsWritten, stats.BlobBytes = written, bytes
-		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO revisions (id, app_id, parent_id, merge_parent_id, source, author_id,
- run_id, message, file_count, total_size, applied, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			rev.ID, rev.AppID, nullStr(rev.ParentID), nullStr(rev.MergeParentID), rev.Source, nullStr(rev.AuthorID),
-			nullStr(rev.RunID), rev.Message, rev.FileCount, rev.TotalSize, rev.Applied, rev.CreatedAt.UnixMilli()); err != nil {
-			return translate(err)
-		}
-		for start := 0; start < len(files); start += inChunk {
-			end := min(start+inChunk, len(files))
-			var q strings.Builder
-			q.WriteString(`INSERT INTO revision_files (revision_id, path, blob_sha256, mode) VALUES `)
-			args := make([]any, 0, (end-start)*4)
-			for i := start; i < end; i++ {
-				if i > start {
-					q.WriteString(", ")
-				}
-				q.WriteString("(?, ?, ?, ?)")
-				mode := files[i].Mode
-				if mode == 0 {
-					mode = 0o644
-				}
-				args = append(args, rev.ID, files[i].Path, files[i].SHA256, mode)
-			}
-			if _, err := tx.ExecContext(ctx, tx.Rebind(q.String()), args...); err != nil {
-				return translate(err)
-			}
-		}
-		if nr.AdvanceDraft {
-			res, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE apps SET draft_revision_id = ?, updated_at = ?
- WHERE id = ? AND COALESCE(draft_revision_id, '') = ?`), rev.ID, time.Now().UnixMilli(), rev.AppID, nr.DraftFrom)
-			if err != nil {
-				return translate(err)
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				return core.Errf(core.CodeRevisionConflict, "base_revision_id", "the app's draft head is no longer %q", nr.DraftFrom)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return Revision{}, WriteStats{}, err
+	return preparedRevision{nr: nr, rev: rev, entries: entries, bySHA: bySHA, byDigest: byDigest}, nil
+}
+
+// writeRevision writes a prepared revision's blobs, row and manifest, and
+// moves the draft head when asked, inside the caller's transaction.
+func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevision) (WriteStats, error) {
+	rev, files, nr := pr.rev, pr.entries, pr.nr
+	var stats WriteStats
+	if err := s.checkBlobs(ctx, tx, pr.byDigest); err != nil {
+		return stats, err
 	}
-	return rev, stats, nil
+	missing, err := s.missingBlobs(ctx, tx, pr.bySHA)
+	if err != nil {
+		return stats, err
+	}
+	written, bytes, err := putBlobs(ctx, tx, missing, pr.bySHA)
+	if err != nil {
+		return stats, err
+	}
+	stats.BlobsWritten, stats.BlobBytes = written, bytes
+	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO revisions (id, app_id, parent_id, merge_parent_id, source, author_id,
+ run_id, message, file_count, total_size, applied, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		rev.ID, rev.AppID, nullStr(rev.ParentID), nullStr(rev.MergeParentID), rev.Source, nullStr(rev.AuthorID),
+		nullStr(rev.RunID), rev.Message, rev.FileCount, rev.TotalSize, rev.Applied, rev.CreatedAt.UnixMilli()); err != nil {
+		return stats, translate(err)
+	}
+	for start := 0; start < len(files); start += inChunk {
+		end := min(start+inChunk, len(files))
+		var q strings.Builder
+		q.WriteString(`INSERT INTO revision_files (revision_id, path, blob_sha256, mode) VALUES `)
+		args := make([]any, 0, (end-start)*4)
+		for i := start; i < end; i++ {
+			if i > start {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?)")
+			mode := files[i].Mode
+			if mode == 0 {
+				mode = 0o644
+			}
+			args = append(args, rev.ID, files[i].Path, files[i].SHA256, mode)
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(q.String()), args...); err != nil {
+			return stats, translate(err)
+		}
+	}
+	if nr.AdvanceDraft {
+		res, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE apps SET draft_revision_id = ?, updated_at = ?
+ WHERE id = ? AND COALESCE(draft_revision_id, '') = ?`), rev.ID, time.Now().UnixMilli(), rev.AppID, nr.DraftFrom)
+		if err != nil {
+			return stats, translate(err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return stats, core.Errf(core.CodeRevisionConflict, "base_revision_id", "the app's draft head is no longer %q", nr.DraftFrom)
+		}
+	}
+	return stats, nil
 }
 
 // newManifest sorts and checks a new revision's files, digesting Files'
