@@ -116,9 +116,7 @@ func (s *Server) createChat(c *gin.Context) {
 }
 
 func (s *Server) newChat(ctx context.Context, a store.App, p store.Principal, title string) (store.ChatSession, error) {
-	if utf8.RuneCountInString(title) > 80 {
-		title = string([]rune(title)[:80])
-	}
+	title = core.Title(title, core.MaxTitleRunes)
 	cs := store.ChatSession{ID: orchestrator.NewID("chat"), TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, Title: title}
 	if err := s.deps.Store.CreateChatSession(ctx, cs); err != nil {
 		return store.ChatSession{}, err

@@ -286,14 +286,10 @@ func event(typ core.EventType, payload any) orchestrator.NewEvent {
 
 // summary makes a revision message from a prompt: its first line, bounded.
 func summary(prompt string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
-	if len(line) > 200 {
-		line = line[:200] + "…"
+	if line := core.Title(prompt, core.MaxTitleRunes); line != "" {
+		return line
 	}
-	if line == "" {
-		line = "run"
-	}
-	return line
+	return "run"
 }
 
 func newID(prefix string) string {

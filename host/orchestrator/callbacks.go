@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -366,6 +367,14 @@ func jsonOrNull(b []byte) json.RawMessage {
 	return b
 }
 
+// offTools are tools a shipped toolpack has but does not offer unless the
+// operator turns them on; a call to one says how, rather than only that the
+// tool is unknown.
+var offTools = map[string]string{
+	"coding_agent_write_file": "the legacy whole-file write is off on this host; use coding_agent_apply_patch, " +
+		"or start the host with APPS_CODING_AGENT_ENABLE_LEGACY_WRITE_FILE=1 (or legacy_write_file = true in the patch toolpack's config block)",
+}
+
 // dispatchTool returns a domain result, or an error when the call could not
 // be made (toolpack unreachable, cancelled, timed out).
 func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call engine.ToolCall) (plugin.ToolResult, error) {
@@ -376,11 +385,13 @@ func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call eng
 		return c, h, err
 	})
 	if err != nil {
-		code := core.CodeToolUnknown
+		code, msg := core.CodeToolUnknown, err.Error()
 		if route.Toolpack != "" {
 			code = core.CodeToolUnavailable
+		} else if hint, ok := offTools[call.Tool]; ok {
+			msg += ": " + hint
 		}
-		return plugin.ToolFail(code, err.Error(), "tool"), nil
+		return plugin.ToolFail(code, msg, "tool"), nil
 	}
 	// Shape and schema first: a call that cannot run must not cost the user
 	// a permission prompt.
@@ -401,7 +412,11 @@ func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call eng
 			return plugin.ToolResult{}, err
 		}
 		if !d.Allow {
-			return plugin.ToolFail(core.CodeToolPermissionDenied, "the user denied "+call.Tool+": "+d.Reason, ""), nil
+			msg := "the user denied " + call.Tool
+			if reason := strings.TrimSpace(d.Reason); reason != "" {
+				msg += ": " + reason
+			}
+			return plugin.ToolFail(core.CodeToolPermissionDenied, msg, ""), nil
 		}
 	}
 

@@ -114,3 +114,32 @@ func TestOperatorPermissionOverrides(t *testing.T) {
 	assert.Equal(t, "FILE_NOT_FOUND", got[1].Code, "the read was allowed by the user and ran; the denied write never happened")
 	assert.Subset(t, types(evs), []core.EventType{core.EventPermissionRequest, core.EventPermissionResolved})
 }
+
+// TestDeniedWithoutReason: a user's deny with no reason says so plainly
+// (it used to end in a stray ": "); with a reason, the reason follows.
+func TestDeniedWithoutReason(t *testing.T) {
+	configs := defaultConfigs(t)
+	configs[2].Permissions = map[string]plugin.Permission{"coding_agent_read_file": plugin.PermissionAsk}
+	h := newHost(t, configs, orchestrator.Options{})
+	h.waitHealthy(t, "patch")
+	for reason, want := range map[string]string{
+		"":            "the user denied coding_agent_read_file",
+		"  not now  ": "the user denied coding_agent_read_file: not now",
+	} {
+		run := h.start(t, "tool coding_agent_read_file {\"path\":\"a.txt\"}\nsay done")
+		h.waitEvent(t, run.ID, core.EventRunPaused)
+		require.NoError(t, h.orch.Resume(context.Background(), run.ID, engine.PermissionDecision{Allow: false, Reason: reason}))
+		h.wait(t, run.ID)
+		var msgs []string
+		for _, e := range h.store.Events(run.ID) {
+			if e.Event == core.EventToolFailed {
+				var p struct {
+					Message string `json:"error_message"`
+				}
+				require.NoError(t, json.Unmarshal(e.Payload, &p))
+				msgs = append(msgs, p.Message)
+			}
+		}
+		assert.Equal(t, []string{want}, msgs)
+	}
+}
