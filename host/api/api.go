@@ -37,6 +37,9 @@ type Runs interface {
 	// AwaitsDecision reports whether a held run waits for an unanswered
 	// permission question.
 	AwaitsDecision(runID string) bool
+	// AwaitFinished waits (until ctx ends) for a held run to record its
+	// final state.
+	AwaitFinished(ctx context.Context, runID string)
 	Reattach(ctx context.Context, req orchestrator.StartRequest) (*core.Run, error)
 }
 

@@ -123,14 +123,17 @@ func (s *Server) createApp(c *gin.Context) {
 	ctx := c.Request.Context()
 	p := principal(c)
 	a := store.App{ID: orchestrator.NewID("app"), TenantID: p.TenantID, Name: name}
+	// The app's first files get a checkpoint like any later state, so a
+	// user can always go back to what they started with.
+	cp := &store.Checkpoint{ID: orchestrator.NewID("cp"), Kind: store.CheckpointCreated, Label: "created: " + core.Title(name, core.MaxTitleRunes)}
 	got, _, err := s.deps.Store.CreateAppWithRevision(ctx, a, store.NewRevision{ID: orchestrator.NewID("rev"), Source: source,
-		AuthorID: p.UserID, Message: "created", Files: files})
+		AuthorID: p.UserID, Message: "created", Files: files, Checkpoint: cp})
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
 	c.JSON(http.StatusCreated, gin.H{"id": got.ID, "name": got.Name, "draft_revision_id": got.DraftRevisionID,
-		"created_at": got.CreatedAt, "file_count": len(files), "skipped_files": skipped})
+		"created_at": got.CreatedAt, "file_count": len(files), "skipped_files": skipped, "checkpoint_id": cp.ID})
 }
 
 // listTemplates names the bundled templates.

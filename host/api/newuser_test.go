@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,4 +55,60 @@ func TestMockReadmeFirstExampleEdits(t *testing.T) {
 	assert.Equal(t, "TOOL_UNKNOWN", p.Code)
 	assert.Contains(t, p.Message, "APPS_CODING_AGENT_ENABLE_LEGACY_WRITE_FILE=1")
 	assert.Contains(t, p.Message, "coding_agent_apply_patch")
+}
+
+// TestTourRestoreGoesBack: the README tour's "go back" — every state has a
+// checkpoint, including the app's creation and an edit saved through the
+// API, so restoring the creation's checkpoint brings the original back.
+func TestTourRestoreGoesBack(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA) // index.html: <h1>hi</h1>
+		run := e.createRun(e.tokenA, app, patchLine(t, "index.html", "<h1>hi</h1>", "<h1>Hello, world</h1>"))
+		require.Equal(t, "applied", e.runDetail(app, run.ID).Context.Result.Kind)
+		var edit struct {
+			Checkpoint struct {
+				ID   string `json:"id"`
+				Kind string `json:"kind"`
+			} `json:"checkpoint"`
+		}
+		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/revisions", map[string]any{
+			"base_revision_id": e.draft(app), "message": "add a footer\nwith details", "files": map[string]any{"footer.html": "<footer/>\n"}}, &edit))
+		assert.Equal(t, "edit", edit.Checkpoint.Kind)
+
+		var cps struct {
+			Items []struct {
+				ID    string `json:"id"`
+				Kind  string `json:"kind"`
+				Label string `json:"label"`
+			} `json:"items"`
+		}
+		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/checkpoints", nil, &cps))
+		require.Len(t, cps.Items, 3)
+		assert.Equal(t, []string{"edit", "run", "created"}, []string{cps.Items[0].Kind, cps.Items[1].Kind, cps.Items[2].Kind})
+		assert.Equal(t, "add a footer", cps.Items[0].Label, "a label is one line")
+		assert.Equal(t, edit.Checkpoint.ID, cps.Items[0].ID)
+
+		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/checkpoints/"+cps.Items[2].ID+"/restore", nil, nil))
+		assert.Equal(t, "<h1>hi</h1>\n", e.fileAt(app, "draft", "index.html"))
+		var rev struct {
+			Files []struct{ Path string } `json:"files"`
+		}
+		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/revisions/draft", nil, &rev))
+		require.Len(t, rev.Files, 1, "the footer added later is not in the original")
+	})
+}
+
+// TestChatTitleIsTheFirstLine: a chat session made by a run is titled by
+// the prompt's first line, trimmed and bounded.
+func TestChatTitleIsTheFirstLine(t *testing.T) {
+	e := startEnv(t, "sqlite")
+	app := e.createApp(e.tokenA)
+	run := e.createRun(e.tokenA, app, "  say Make the heading bigger   \nsay and more")
+	e.waitRun(app, run.ID)
+	chat := e.chatOf(app, run.ID)
+	var cs struct {
+		Title string `json:"title"`
+	}
+	require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/chat-sessions/"+chat, nil, &cs))
+	assert.Equal(t, "say Make the heading bigger", cs.Title)
 }

@@ -421,11 +421,14 @@ func (s *Server) createRevision(c *gin.Context) {
 	if msg == "" {
 		msg = "edit"
 	}
+	cp := &store.Checkpoint{ID: orchestrator.NewID("cp"), Kind: store.CheckpointEdit, Label: core.Title(msg, core.MaxTitleRunes)}
 	rev, _, err := s.deps.Store.CreateRevision(ctx, store.NewRevision{ID: orchestrator.NewID("rev"), AppID: a.ID, ParentID: a.DraftRevisionID,
-		Source: "manual", AuthorID: principal(c).UserID, Message: msg, Files: files, AdvanceDraft: true, DraftFrom: a.DraftRevisionID})
+		Source: "manual", AuthorID: principal(c).UserID, Message: msg, Files: files, AdvanceDraft: true, DraftFrom: a.DraftRevisionID,
+		Checkpoint: cp})
 	if err != nil {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, gin.H{"revision": revisionOut(rev, rev.ID), "changes": apply.ChangedPaths(current, files)})
+	c.JSON(http.StatusCreated, gin.H{"revision": revisionOut(rev, rev.ID), "changes": apply.ChangedPaths(current, files),
+		"checkpoint": checkpointJSON{Checkpoint: *cp, IsDraft: true}})
 }

@@ -154,12 +154,15 @@ func TestRunResultBecomesRevision(t *testing.T) {
 				ID         string `json:"id"`
 				RevisionID string `json:"revision_id"`
 				IsDraft    bool   `json:"is_draft"`
+				Kind       string `json:"kind"`
 			} `json:"items"`
 		}
 		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app.ID+"/coding-agent/checkpoints", nil, &cps))
-		require.Len(t, cps.Items, 3)
+		require.Len(t, cps.Items, 4, "three runs and the app's creation")
 		assert.True(t, cps.Items[0].IsDraft)
 		assert.Equal(t, first, cps.Items[2].ID, "newest first")
+		assert.Equal(t, "created", cps.Items[3].Kind)
+		assert.Equal(t, base, cps.Items[3].RevisionID, "the app's first files")
 
 		var restored struct {
 			Draft      string `json:"draft_revision_id"`

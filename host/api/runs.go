@@ -282,7 +282,8 @@ func (s *Server) getRun(c *gin.Context) {
 		return
 	}
 	if !r.Status.Terminal() {
-		if err := s.settleFromLog(c.Request.Context(), r); err != nil {
+		var err error
+		if r, err = s.settled(c.Request.Context(), r); err != nil {
 			_ = c.Error(err)
 			return
 		}
@@ -290,15 +291,41 @@ func (s *Server) getRun(c *gin.Context) {
 	c.JSON(http.StatusOK, runOut(r))
 }
 
-// settleFromLog shows a run whose terminal event is logged as finished,
+// finishWait bounds how long a read waits for a finishing run's final
+// record: the orchestrator writes it right after the terminal event, so
+// this is milliseconds unless the database is struggling.
+const finishWait = 5 * time.Second
+
+// settled answers for a run whose terminal event is logged as finished,
 // even in the moment before its row says so (the orchestrator writes the
 // event first: the log is the source of truth). A client that reads the
-// run when its stream ends must see the final status.
-func (s *Server) settleFromLog(ctx context.Context, r *core.Run) error {
+// run when its stream ends must see the final status and result: when
+// this host holds the run it waits for the final record; otherwise (its
+// host died in between) the terminal event's payload is the answer.
+func (s *Server) settled(ctx context.Context, r *core.Run) (*core.Run, error) {
 	last, err := s.deps.Store.LastEvent(ctx, r.ID, r.AppID)
 	if err != nil || last == nil || !last.Event.Terminal() {
-		return err
+		return r, err
 	}
+	if s.deps.Runs.Held(r.ID) {
+		wctx, cancel := context.WithTimeout(ctx, finishWait)
+		s.deps.Runs.AwaitFinished(wctx, r.ID)
+		cancel()
+		fresh, err := s.deps.Store.GetRun(ctx, r.ID)
+		if err != nil {
+			return r, err
+		}
+		if fresh.Status.Terminal() {
+			return fresh, nil
+		}
+	}
+	settleFromLog(r, last)
+	return r, nil
+}
+
+// settleFromLog takes a run's final status, error, output and result
+// revision from its terminal event.
+func settleFromLog(r *core.Run, last *core.Envelope) {
 	var p struct {
 		Status           core.RunStatus `json:"status"`
 		Code             string         `json:"error_code"`
@@ -307,7 +334,7 @@ func (s *Server) settleFromLog(ctx context.Context, r *core.Run) error {
 		ResultRevisionID string         `json:"result_revision_id"`
 	}
 	if err := json.Unmarshal(last.Payload, &p); err != nil || !p.Status.Terminal() {
-		return nil // not a payload this host wrote; the row stays the answer
+		return // not a payload this host wrote; the row stays the answer
 	}
 	ts := last.TS
 	r.Status, r.ErrorCode, r.ErrorMessage, r.FinishedAt = p.Status, p.Code, p.Message, &ts
@@ -317,7 +344,6 @@ func (s *Server) settleFromLog(ctx context.Context, r *core.Run) error {
 	if p.ResultRevisionID != "" {
 		r.ResultRevisionID = p.ResultRevisionID
 	}
-	return nil
 }
 
 // listRuns pages newest first; next_cursor feeds ?cursor=.

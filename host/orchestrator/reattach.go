@@ -22,6 +22,26 @@ func (o *Orchestrator) Held(runID string) bool {
 	return ok
 }
 
+// AwaitFinished waits, until ctx ends, for a run this host holds to leave
+// it (its final state recorded); it returns at once for a run it does not
+// hold. A reader that saw the run's terminal event in the log uses it to
+// answer with the complete final record rather than a half-written one.
+func (o *Orchestrator) AwaitFinished(ctx context.Context, runID string) {
+	o.mu.Lock()
+	ar := o.active[runID]
+	o.mu.Unlock()
+	if ar == nil {
+		return
+	}
+	ar.mu.Lock()
+	done := ar.done
+	ar.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
 // Reattach continues a paused run that no live execution holds: a new
 // sandbox from req.Files (the working copy saved with the engine's state),
 // then the engine from its saved state. req describes the run as Start's

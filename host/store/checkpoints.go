@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/jmoiron/sqlx"
 )
 
 // Checkpoint marks a revision a user can go back to: one per run that
@@ -17,11 +18,24 @@ type Checkpoint struct {
 	RevisionID    string `json:"revision_id" db:"revision_id"`
 	RunID         string `json:"run_id,omitempty" db:"run_id"`
 	ChatSessionID string `json:"chat_session_id,omitempty" db:"chat_session_id"`
-	// Kind is "run" or "restore".
+	// Kind says what made it: CheckpointRun, CheckpointRestore,
+	// CheckpointCreated or CheckpointEdit.
 	Kind      string    `json:"kind" db:"kind"`
 	Label     string    `json:"label" db:"label"`
 	CreatedAt time.Time `json:"created_at" db:"-"`
 }
+
+// Checkpoint kinds.
+const (
+	// CheckpointRun: a run's applied result.
+	CheckpointRun = "run"
+	// CheckpointRestore: a restore of an earlier checkpoint.
+	CheckpointRestore = "restore"
+	// CheckpointCreated: the files an app was created (or uploaded) with.
+	CheckpointCreated = "created"
+	// CheckpointEdit: a revision saved through the API.
+	CheckpointEdit = "edit"
+)
 
 type checkpointRow struct {
 	ID            string         `db:"id"`
@@ -46,10 +60,19 @@ func (s *Store) CreateCheckpoint(ctx context.Context, c *Checkpoint) error {
 	if c.ID == "" || c.AppID == "" || c.RevisionID == "" || c.Kind == "" {
 		return core.Errf(core.CodeInvalidRequest, "", "checkpoint id, app, revision and kind are required")
 	}
+	return insertCheckpoint(ctx, s.w, c)
+}
+
+// insertCheckpoint writes a checkpoint through db (the store's writer or a
+// transaction).
+func insertCheckpoint(ctx context.Context, db sqlx.ExtContext, c *Checkpoint) error {
+	if c.ID == "" || c.AppID == "" || c.RevisionID == "" || c.Kind == "" {
+		return core.Errf(core.CodeInvalidRequest, "", "checkpoint id, app, revision and kind are required")
+	}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	}
-	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+	_, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO checkpoints (`+checkpointColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
 		c.ID, c.AppID, c.RevisionID, nullStr(c.RunID), nullStr(c.ChatSessionID), c.Kind, c.Label, c.CreatedAt.UnixMilli())
 	return translate(err)
 }

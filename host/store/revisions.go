@@ -58,6 +58,9 @@ type NewRevision struct {
 	// that moved meanwhile fails with REVISION_CONFLICT and stores nothing.
 	AdvanceDraft bool
 	DraftFrom    string
+	// Checkpoint, when set, is recorded at the new revision in the same
+	// transaction (its ID, Kind and Label; the rest is filled in).
+	Checkpoint *Checkpoint
 }
 
 // WriteStats says what storing a revision cost.
@@ -181,6 +184,12 @@ func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevis
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return stats, core.Errf(core.CodeRevisionConflict, "base_revision_id", "the app's draft head is no longer %q", nr.DraftFrom)
+		}
+	}
+	if cp := nr.Checkpoint; cp != nil {
+		cp.AppID, cp.RevisionID = rev.AppID, rev.ID
+		if err := insertCheckpoint(ctx, tx, cp); err != nil {
+			return stats, err
 		}
 	}
 	return stats, nil
