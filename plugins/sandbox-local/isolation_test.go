@@ -205,3 +205,45 @@ func TestStopKillsWhatLeftTheGroup(t *testing.T) {
 	assert.Eventually(t, func() bool { return len(markerPids(marker)) == 0 }, 10*time.Second, 20*time.Millisecond,
 		"still running after Stop: %v", markerPids(marker))
 }
+
+// TestPluginsOnOneMachineKeepToTheirOwn: several root plugins on one
+// machine (several hosts, or a test suite's many hosts) share the uid
+// range. A plugin starting must not kill another live plugin's commands,
+// and two sandboxes never get the same uid; a plugin whose root is gone
+// leaves nobody to stop its commands, so the next start kills them.
+func TestPluginsOnOneMachineKeepToTheirOwn(t *testing.T) {
+	requireRoot(t)
+	ctx := context.Background()
+	rootA := filepath.Join(reachableDir(t), "sandboxes")
+	a := launch(t, Config{Root: rootA}, nil, nil)
+	_, err := a.Create(ctx, sandbox.CreateSpec{ID: "box"})
+	require.NoError(t, err)
+	marker := "neighbour-" + rand.Text()
+	res := run(t, a.Client, "box", "sh", "-c", "sh -c 'sleep 300; : "+marker+"' & echo started")
+	require.Equal(t, 0, res.ExitCode, "%s", res.Stderr)
+	require.Eventually(t, func() bool { return len(markerPids(marker)) == 1 }, 10*time.Second, 20*time.Millisecond)
+	t.Cleanup(func() {
+		for _, pid := range markerPids(marker) {
+			n, _ := strconv.Atoi(pid)
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	})
+	uidA := run(t, a.Client, "box", "id", "-u")
+
+	// Another plugin starts (its own root): A's command lives on.
+	b := launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, nil, nil)
+	_, err = b.Create(ctx, sandbox.CreateSpec{ID: "box"})
+	require.NoError(t, err)
+	uidB := run(t, b.Client, "box", "id", "-u")
+	assert.NotEqual(t, string(uidA.Stdout), string(uidB.Stdout), "two plugins never share a uid")
+	assert.Len(t, markerPids(marker), 1, "a plugin's start left the other plugin's command alone")
+
+	// A dies and its root goes: the next plugin to start kills what A's
+	// commands left.
+	require.NoError(t, syscall.Kill(a.pid, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return syscall.Kill(a.pid, 0) == syscall.ESRCH }, 10*time.Second, 20*time.Millisecond)
+	require.NoError(t, removeTree(rootA))
+	launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, nil, nil)
+	assert.Eventually(t, func() bool { return len(markerPids(marker)) == 0 }, 10*time.Second, 20*time.Millisecond,
+		"the orphaned command was killed; still running: %v", markerPids(marker))
+}

@@ -357,6 +357,9 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 		p.boxes[spec.ID] = b
 	}
 	p.mu.Unlock()
+	if err != nil && uid != 0 {
+		releaseUID(uid, cfg.Root)
+	}
 	if err != nil {
 		p.log.Warn("create failed", "sandbox_id", spec.ID, "error", err)
 		return sandbox.Info{}, err
@@ -535,8 +538,12 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 	dir := filepath.Join(root, id)
 	// What left the process groups (setsid), or was started by an earlier
 	// plugin process: the uid finds every process; otherwise the records.
-	if uid := workspaceUID(cfg, dir); uid != 0 && dropping() {
+	uid := workspaceUID(cfg, dir)
+	if uid != 0 && dropping() {
 		owned.KillUIDs(func(u int) bool { return u == uid })
+		// Released only once nothing runs as it: the folder may stay a
+		// moment longer (below), but no command can reach it any more.
+		defer releaseUID(uid, root)
 	}
 	dirfs.KillRecorded(filepath.Join(dir, execsDir))
 	trash := filepath.Join(root, trashPrefix+id+"-"+rand.Text()[:8])

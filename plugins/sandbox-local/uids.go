@@ -2,6 +2,7 @@ package local
 
 import (
 	"crypto/rand"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -66,13 +67,14 @@ func workspaceUID(c Config, boxDir string) int {
 	return int(st.Uid)
 }
 
-// pickUID chooses a free sandbox uid: not the owner of any folder under the
-// root (staging ones included) nor claimed by a create in progress. The
+// pickUID chooses and claims a free sandbox uid: not the owner of any folder
+// under the root (staging ones included), nor claimed by a create in
+// progress, nor claimed by any other plugin on the machine (UIDClaimsDir). The
 // workspace's owner is the record of which uid a sandbox has. A random free
 // uid rather than the lowest makes it unlikely that a new sandbox gets the
 // uid of one just stopped, whose files in /tmp may remain. Called with
 // p.mu held, so two creates of this process never pick the same uid; two
-// plugin processes must not share a root and range (see README.md).
+// plugin processes must not share a root (see README.md).
 func (p *Provider) pickUID(c Config) (int, error) {
 	used := map[int]bool{}
 	for uid := range p.claimed {
@@ -92,24 +94,31 @@ func (p *Provider) pickUID(c Config) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Walk from a random point to the first free uid: at most hi-lo steps,
-	// and there is a free one.
+	// Walk from a random point to the first free uid no other plugin on
+	// the machine has claimed: at most hi-lo steps.
 	for i := range hi - lo {
 		uid := lo + (int(n.Int64())+i)%(hi-lo)
-		if !used[uid] {
+		if used[uid] {
+			continue
+		}
+		ok, err := claimUID(uid, c.Root)
+		if err != nil {
+			return 0, fmt.Errorf("claim sandbox uid %d: %w", uid, err)
+		}
+		if ok {
 			return uid, nil
 		}
 	}
 	return 0, plugin.Errorf(plugin.CodeUnavailable, "", "no free sandbox uid in [%d, %d)", lo, hi)
 }
 
-// killSandboxProcesses SIGKILLs every process of the sandbox uids of c:
-// what the commands of a plugin that was killed left running. The range
-// belongs to this plugin alone, so nothing else runs as these uids.
+// killSandboxProcesses SIGKILLs what the commands of this root's previous
+// plugin process left running: every process of a uid this root claimed
+// (see settleClaims). Other plugins' sandboxes share the range and are
+// left alone.
 func killSandboxProcesses(c Config) int {
 	if !dropping() {
 		return 0
 	}
-	lo, hi := uidRange(c)
-	return owned.KillUIDs(func(uid int) bool { return uid >= lo && uid < hi })
+	return settleClaims(c)
 }

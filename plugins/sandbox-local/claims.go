@@ -1,0 +1,130 @@
+package local
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/agenthost/agenthost/sdk/workspace/owned"
+)
+
+// UIDClaimsDir is the machine-wide record of which sandbox uids are in use
+// and by which sandbox root: one file per uid, named by it, holding the
+// root's path. Every local plugin running as root on the machine uses it,
+// whatever its root, so that
+//   - two plugins (two hosts, or the many hosts a test suite starts) never
+//     give the same uid to two sandboxes, which would let one read and
+//     signal the other, and
+//   - a plugin starting after a crash kills the leftovers of its own
+//     sandboxes only, never those of another live plugin.
+//
+// The range alone cannot say whose a uid is: every plugin has the same
+// default range.
+const UIDClaimsDir = "/var/lib/agenthost/sandbox-uids"
+
+// claimUID takes uid for root; false when another sandbox holds it.
+func claimUID(uid int, root string) (bool, error) {
+	if err := os.MkdirAll(UIDClaimsDir, 0o700); err != nil {
+		return false, err
+	}
+	f, err := os.OpenFile(claimFile(uid), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, werr := f.WriteString(root + "\n")
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = os.Remove(claimFile(uid))
+		return false, werr
+	}
+	return true, nil
+}
+
+// releaseUID gives uid back, if root holds it.
+func releaseUID(uid int, root string) {
+	if owner, ok := claimOwner(uid); ok && owner == root {
+		_ = os.Remove(claimFile(uid))
+	}
+}
+
+func claimFile(uid int) string { return filepath.Join(UIDClaimsDir, strconv.Itoa(uid)) }
+
+// claimOwner reads the root that claimed uid.
+func claimOwner(uid int) (string, bool) {
+	b, err := os.ReadFile(claimFile(uid))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+// claims lists every claim on the machine: uid → root.
+func claims() map[int]string {
+	out := map[int]string{}
+	entries, _ := os.ReadDir(UIDClaimsDir)
+	for _, e := range entries {
+		uid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if root, ok := claimOwner(uid); ok {
+			out[uid] = root
+		}
+	}
+	return out
+}
+
+// settleClaims runs when a root plugin starts, before any command: it kills
+// every process of a uid this root claimed (what its commands left running
+// when the previous plugin process died) and of a uid whose root is gone
+// (a plugin whose folder was removed: nobody will ever stop those), and
+// releases the claims no sandbox folder of this root still owns. It
+// returns how many signals it sent.
+func settleClaims(c Config) int {
+	lo, hi := uidRange(c)
+	mine, gone := map[int]bool{}, map[int]bool{}
+	for uid, root := range claims() {
+		switch {
+		case root == c.Root:
+			mine[uid] = true
+		case !exists(root):
+			gone[uid] = true
+		}
+	}
+	// Sandboxes made before claims existed: claim their uids now.
+	entries, _ := os.ReadDir(c.Root)
+	inUse := map[int]bool{}
+	for _, e := range entries {
+		if uid := workspaceUID(c, filepath.Join(c.Root, e.Name())); uid != 0 {
+			inUse[uid] = true
+			if !mine[uid] {
+				if ok, _ := claimUID(uid, c.Root); ok {
+					mine[uid] = true
+				}
+			}
+		}
+	}
+	n := owned.KillUIDs(func(uid int) bool { return uid >= lo && uid < hi && (mine[uid] || gone[uid]) })
+	for uid := range gone {
+		_ = os.Remove(claimFile(uid))
+	}
+	for uid := range mine {
+		if !inUse[uid] {
+			releaseUID(uid, c.Root)
+		}
+	}
+	return n
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
