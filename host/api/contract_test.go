@@ -221,3 +221,48 @@ func TestCapabilitiesSeedFields(t *testing.T) {
 		assert.Equal(t, "project_local_custom_tools_and_context_file", c.OpenCode.Model)
 	})
 }
+
+// TestCreateRunAnswersSandboxMetadata: the 201 of create-run carries the
+// sandbox allocated for the run and that it is starting (seed 000); create
+// does not wait for provisioning; once it ran, the run names the same
+// sandbox, running or stopped, with its start time. A chat's next run is
+// told the warm sandbox it will reuse.
+func TestCreateRunAnswersSandboxMetadata(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		app := e.createApp(e.tokenA)
+		type sb struct {
+			ID        string     `json:"id"`
+			Chat      string     `json:"chat_session_id"`
+			SandboxID string     `json:"sandbox_id"`
+			Status    string     `json:"sandbox_status"`
+			StartedAt *time.Time `json:"sandbox_started_at"`
+			Run       string     `json:"status"`
+		}
+		var created sb
+		raw := map[string]any{}
+		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs", map[string]any{"prompt": "say one"}, &raw))
+		js, _ := json.Marshal(raw)
+		require.NoError(t, json.Unmarshal(js, &created))
+		for _, k := range []string{"sandbox_id", "sandbox_status", "sandbox_started_at"} {
+			assert.Contains(t, raw, k, "the 201 has %s", k)
+		}
+		require.NotEmpty(t, created.SandboxID)
+		assert.Equal(t, "starting", created.Status)
+		e.waitRun(app, created.ID)
+		var after sb
+		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+created.ID, nil, &after))
+		assert.Equal(t, created.SandboxID, after.SandboxID, "the sandbox it was told is the one it got")
+		assert.NotEqual(t, "starting", after.Status)
+		assert.NotNil(t, after.StartedAt)
+
+		// The chat's next run: its warm sandbox, named in the 201.
+		var next sb
+		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs",
+			map[string]any{"prompt": "say two", "chat_session_id": created.Chat}, &next))
+		assert.Equal(t, created.SandboxID, next.SandboxID)
+		assert.Equal(t, "starting", next.Status)
+		e.waitRun(app, next.ID)
+		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+next.ID, nil, &after))
+		assert.Equal(t, created.SandboxID, after.SandboxID)
+	})
+}

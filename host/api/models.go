@@ -144,11 +144,19 @@ func (s *Server) createModel(c *gin.Context) {
 		}
 		bindings = append(bindings, store.Binding{TenantID: tenant, Engine: b.Engine, EngineModelID: b.EngineModelID})
 	}
-	if err := s.deps.Store.CreateModel(c.Request.Context(), m, bindings); err != nil {
+	ctx := c.Request.Context()
+	if err := s.deps.Store.CreateModel(ctx, m, bindings); err != nil {
 		_ = c.Error(err)
 		return
 	}
-	c.JSON(http.StatusCreated, modelOut(m, ""))
+	// The same is_default a GET right after would show: with no default
+	// set, the first model a tenant sees is its default.
+	def, err := s.resolveDefault(ctx, p.TenantID)
+	if err != nil {
+		_ = c.Error(err)
+		return
+	}
+	c.JSON(http.StatusCreated, modelOut(m, def.ID))
 }
 
 type setDefaultRequest struct {

@@ -112,3 +112,30 @@ func TestChatTitleIsTheFirstLine(t *testing.T) {
 	require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/chat-sessions/"+chat, nil, &cs))
 	assert.Equal(t, "say Make the heading bigger", cs.Title)
 }
+
+// TestCreatedModelSaysWhetherItIsTheDefault: POST answers the is_default a
+// GET right after shows (the first model is the default when none is set).
+func TestCreatedModelSaysWhetherItIsTheDefault(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		var first, second struct {
+			ID        string `json:"id"`
+			IsDefault bool   `json:"is_default"`
+		}
+		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{"name": "A", "provider": "openai", "provider_model": "a"}, &first))
+		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{"name": "B", "provider": "openai", "provider_model": "b"}, &second))
+		var list struct {
+			Items []struct {
+				ID        string `json:"id"`
+				IsDefault bool   `json:"is_default"`
+			} `json:"items"`
+		}
+		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/models", nil, &list))
+		got := map[string]bool{}
+		for _, m := range list.Items {
+			got[m.ID] = m.IsDefault
+		}
+		assert.Equal(t, map[string]bool{first.ID: first.IsDefault, second.ID: second.IsDefault}, got)
+		assert.True(t, first.IsDefault)
+		assert.False(t, second.IsDefault)
+	})
+}

@@ -48,9 +48,9 @@ type runJSON struct {
 	ResultRevisionID string          `json:"result_revision_id,omitempty"`
 	RequestedModelID string          `json:"requested_model_id,omitempty"`
 	ResolvedModelID  string          `json:"resolved_model_id,omitempty"`
-	SandboxID        string          `json:"sandbox_id,omitempty"`
-	SandboxStatus    string          `json:"sandbox_status,omitempty"`
-	SandboxStartedAt *time.Time      `json:"sandbox_started_at,omitempty"`
+	SandboxID        string          `json:"sandbox_id"`
+	SandboxStatus    string          `json:"sandbox_status"`
+	SandboxStartedAt *time.Time      `json:"sandbox_started_at"`
 	PauseReason      string          `json:"pause_reason,omitempty"`
 	ErrorCode        string          `json:"error_code,omitempty"`
 	ErrorMessage     string          `json:"error_message,omitempty"`

@@ -16,20 +16,17 @@ const (
 	DefaultAnthropicModel = "claude-sonnet-4-5"
 )
 
-// SeedModelsFromEnv gives a first start something to run with: when the
-// database holds no model at all, it adds global chat models for the
-// providers the environment names — OPENAI_API_KEY or OPENAI_BASE_URL (a
-// local Ollama, vLLM or llama.cpp server needs no key) with OPENAI_MODEL,
-// and ANTHROPIC_API_KEY with ANTHROPIC_MODEL — and makes the first the
-// global default. Only the key's variable name is stored, never the key.
-// Later starts leave models alone: they are the admin API's.
-// A model the operator's endpoint policy would refuse (its key bound
-// elsewhere) is not seeded, with a warning.
+// SeedModelsFromEnv makes the models the environment describes, on every
+// start: OPENAI_API_KEY or OPENAI_BASE_URL (a local Ollama, vLLM or
+// llama.cpp server needs no key) with OPENAI_MODEL, and ANTHROPIC_API_KEY
+// with ANTHROPIC_MODEL, as global chat models. A model whose id (from its
+// provider and name) exists already is left as the admin API made it, so
+// setting a new variable (or model name) on a later start adds its model
+// and changes nothing else. The first seeded model becomes the global
+// default when there is none. Only the key's variable name is stored,
+// never the key. A model the operator's endpoint policy would refuse (its
+// key bound elsewhere) is not seeded, with a warning.
 func SeedModelsFromEnv(ctx context.Context, st *store.Store, policy *endpoints.Policy, log hclog.Logger) error {
-	n, err := st.CountModels(ctx)
-	if err != nil || n > 0 {
-		return err
-	}
 	var seeded []store.Model
 	if os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "" {
 		name := envOr("OPENAI_MODEL", DefaultOpenAIModel)
@@ -55,6 +52,14 @@ func SeedModelsFromEnv(ctx context.Context, st *store.Store, policy *endpoints.P
 	}
 	seeded = allowed
 	for _, m := range seeded {
+		exists, err := st.ModelExists(ctx, m.ID)
+		if err != nil {
+			return err
+		}
+		if exists {
+			log.Debug("a model from the environment exists already", "model", m.ID)
+			continue
+		}
 		// OpenCode names models provider/model.
 		bindings := []store.Binding{{Engine: "opencode", EngineModelID: m.Provider + "/" + m.ProviderModel}}
 		if err := st.CreateModel(ctx, m, bindings); err != nil {
@@ -62,10 +67,15 @@ func SeedModelsFromEnv(ctx context.Context, st *store.Store, policy *endpoints.P
 		}
 		log.Info("seeded a model from the environment", "model", m.ID, "provider", m.Provider, "base_url", m.BaseURL, "key_env", m.APIKeyEnv)
 	}
-	if len(seeded) > 0 {
-		return st.SetDefaultModel(ctx, "", seeded[0].ID)
+	if len(seeded) == 0 {
+		return nil
 	}
-	return nil
+	def, err := st.DefaultModelID(ctx, "")
+	if err != nil || def != "" {
+		return err
+	}
+	log.Info("the global default model is now one from the environment", "model", seeded[0].ID)
+	return st.SetDefaultModel(ctx, "", seeded[0].ID)
 }
 
 // slug makes a model name usable in an id.

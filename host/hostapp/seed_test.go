@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSeedModelsFromEnv: a first start with provider variables set makes
-// global models for them (the first is the default; keys stay in the
-// environment, only their names are stored); a later start adds nothing.
+// TestSeedModelsFromEnv: a start with provider variables set makes global
+// models for them (the first is the default; keys stay in the environment,
+// only their names are stored); a later start adds only what is new.
 func TestSeedModelsFromEnv(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
@@ -76,12 +76,27 @@ func TestSeedModelsFromEnv(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "anthropic/"+hostapp.DefaultAnthropicModel, oc)
 
-			// Once models exist they are the admin API's.
+			// A later start with the same variables changes nothing: the
+			// models are the admin API's now.
 			t.Setenv("OPENAI_API_KEY", "sk-other")
 			require.NoError(t, hostapp.SeedModelsFromEnv(ctx, st, policy, hclog.NewNullLogger()))
 			n, err := st.CountModels(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, 2, n)
+
+			// A variable set on a later start adds its model (it used to be
+			// ignored once any model existed), and the default stays.
+			t.Setenv("OPENAI_MODEL", "gpt-later")
+			require.NoError(t, hostapp.SeedModelsFromEnv(ctx, st, policy, hclog.NewNullLogger()))
+			n, err = st.CountModels(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 3, n)
+			later, err := st.VisibleModel(ctx, "t", "openai-gpt-later")
+			require.NoError(t, err)
+			assert.Equal(t, "OPENAI_API_KEY", later.APIKeyEnv)
+			def, err = st.DefaultModelID(ctx, "")
+			require.NoError(t, err)
+			assert.Equal(t, local.ID, def, "the default is not moved")
 		})
 	}
 }

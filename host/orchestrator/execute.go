@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -65,6 +66,11 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 			return o.runEngine(ctx, ar, ref), ref
 		}
 		sandboxID = newSandboxID(key)
+		if planned := run.SandboxID; strings.HasPrefix(planned, "sbx_"+key+"_") && !o.warmHolds(planned) {
+			// The id the run was created with, when it was not the
+			// chat's warm sandbox (that one went to another run).
+			sandboxID = planned
+		}
 	}
 	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, ScopeKey: key, Files: ar.req.Files,
 		Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}, MaxFileBytes: o.opts.Limits.MaxFileBytes})

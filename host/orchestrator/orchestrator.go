@@ -206,6 +206,9 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 	if run.ID == "" {
 		run.ID = NewID("run")
 	}
+	// The sandbox is allocated now and provisioned after the answer: the
+	// run says which one and that it is starting from its creation on.
+	run.SandboxID, run.SandboxStatus = o.plannedSandboxID(run), SandboxStarting
 	o.mu.Lock()
 	if o.closed {
 		o.mu.Unlock()
@@ -230,6 +233,10 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 	go o.execute(ar)
 	return run, nil
 }
+
+// SandboxStarting is a run's sandbox_status from its creation until its
+// sandbox is provisioned.
+const SandboxStarting = "starting"
 
 // Wait blocks until the run is finished or paused-and-idle, or ctx ends, and
 // returns its stored state.

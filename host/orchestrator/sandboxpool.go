@@ -59,6 +59,37 @@ func (o *Orchestrator) takeWarm(key, backend string) *warmSandbox {
 	return w
 }
 
+// plannedSandboxID is the sandbox a new run expects to get, recorded on the
+// run from its creation (the seed's create-run answer carries it): the
+// chat's idle warm sandbox when there is one, else the id its own sandbox
+// will be created with. The run row is corrected if provisioning ends up
+// elsewhere (the warm one was taken or expired meanwhile).
+func (o *Orchestrator) plannedSandboxID(run *core.Run) string {
+	key := o.scopeKey(run)
+	if key == "" {
+		return "sbx_" + run.ID
+	}
+	o.pool.mu.Lock()
+	w := o.pool.byKey[key]
+	o.pool.mu.Unlock()
+	if w != nil && !w.inUse && w.backend == run.SandboxBackend {
+		return w.ref.id
+	}
+	return newSandboxID(key)
+}
+
+// warmHolds reports whether a kept sandbox has the id.
+func (o *Orchestrator) warmHolds(id string) bool {
+	o.pool.mu.Lock()
+	defer o.pool.mu.Unlock()
+	for _, w := range o.pool.byKey {
+		if w.ref.id == id {
+			return true
+		}
+	}
+	return false
+}
+
 // keepWarm puts a run's sandbox back (or in) the pool, idle, matching
 // revision.
 func (o *Orchestrator) keepWarm(key string, w *warmSandbox) {

@@ -72,6 +72,14 @@ func (s *Store) VisibleModel(ctx context.Context, tenantID, id string) (Model, e
 	return m, translate(err)
 }
 
+// ModelExists reports whether a model with the id is stored, active or not,
+// of any tenant.
+func (s *Store) ModelExists(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := s.r.GetContext(ctx, &n, s.rebind(`SELECT COUNT(*) FROM models WHERE id = ?`), id)
+	return n > 0, translate(err)
+}
+
 // SetDefaultModel sets a tenant's default model ("" for the global one).
 func (s *Store) SetDefaultModel(ctx context.Context, tenantID, modelID string) error {
 	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO model_defaults (tenant_id, model_id) VALUES (?, ?)
