@@ -311,16 +311,17 @@ func (s *Server) settled(ctx context.Context, r *core.Run) (*core.Run, error) {
 		wctx, cancel := context.WithTimeout(ctx, finishWait)
 		s.deps.Runs.AwaitFinished(wctx, r.ID)
 		cancel()
-		fresh, err := s.deps.Store.GetRun(ctx, r.ID)
-		if err != nil {
-			return r, err
-		}
-		if fresh.Status.Terminal() {
-			return fresh, nil
-		}
 	}
-	settleFromLog(r, last)
-	return r, nil
+	// Read again either way: the run may have finished between the first
+	// read and now, whether or not this host still held it.
+	fresh, err := s.deps.Store.GetRun(ctx, r.ID)
+	if err != nil {
+		return r, err
+	}
+	if !fresh.Status.Terminal() {
+		settleFromLog(fresh, last)
+	}
+	return fresh, nil
 }
 
 // settleFromLog takes a run's final status, error, output and result
