@@ -81,7 +81,7 @@ type docRoute struct {
 var (
 	methodPath = regexp.MustCompile(`^(GET|POST|PUT|DELETE|PATCH)(?:/(GET|POST|PUT|DELETE|PATCH))? +([/…]\S*)$`)
 	barePath   = regexp.MustCompile(`^(…/|/admin/|/models)\S*$`)
-	curlLine   = regexp.MustCompile(`\bcurl\b.*?(?:-X (GET|POST|PUT|DELETE|PATCH)\b.*?)?\blocalhost:\d+(/[^\s"']*)`)
+	curlLine   = regexp.MustCompile(`\bcurl\b.*?(?:-X (GET|POST|PUT|DELETE|PATCH)\b.*?)?\b(?:localhost|127\.0\.0\.1):\d+(/[^\s"']*)`)
 )
 
 // documentedRoutes finds the routes the docs name: `METHOD /path` and
