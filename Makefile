@@ -44,7 +44,6 @@ AGENTHOST_BOOTSTRAP_TOKEN ?= dev-token
 export AGENTHOST_BOOTSTRAP_TOKEN
 
 run: build
-	@echo "agenthost: API token for this host: $$AGENTHOST_BOOTSTRAP_TOKEN (Authorization: Bearer ...)"
 	@# The native engine is off by policy unless enabled; a local host
 	@# enables it (it still needs a model: see the README).
 	APPS_CODING_AGENT_NATIVE_ENABLED=$${APPS_CODING_AGENT_NATIVE_ENABLED:-1} $(BIN)/agenthost serve

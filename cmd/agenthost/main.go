@@ -1,76 +1,201 @@
 // Command agenthost is the agenthost host and its CLI.
 //
-//	agenthost serve            start the host
-//	agenthost plugins check    load every configured plugin, print its state
+//	agenthost serve                      start the host
+//	agenthost plugins check              load every configured plugin, print its state
+//	agenthost migrate up|down|version    manage the database schema
+//	agenthost tokens create --tenant T   print a new API token
+//
+// Every command and subcommand takes --help (exit 0). Exit codes: 0 done,
+// 1 the command failed, 2 the command line or the configuration is wrong
+// (with a one-line hint on stderr).
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
-	"text/tabwriter"
-	"time"
 
 	"github.com/agenthost/agenthost/host/config"
-	"github.com/agenthost/agenthost/host/hostapp"
-	"github.com/agenthost/agenthost/host/orchestrator"
-	"github.com/agenthost/agenthost/host/pluginmgr"
-	"github.com/agenthost/agenthost/host/store"
-	"github.com/agenthost/agenthost/sdk/engine"
-	"github.com/agenthost/agenthost/sdk/plugin"
-	"github.com/agenthost/agenthost/sdk/workspace"
+	"github.com/alecthomas/kong"
 	"github.com/hashicorp/go-hclog"
 )
 
-const usage = `agenthost: a self-hosted platform that runs coding agents against an app's files.
+// Exit codes (see the package comment).
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	programName = "agenthost"
+)
 
-usage:
-  agenthost [-config host.hcl] serve                    start the host
-  agenthost [-config host.hcl] plugins check            load every plugin and report its state
-  agenthost [-config host.hcl] migrate up|down|version  manage the database schema
-  agenthost [-config host.hcl] tokens create --tenant T --scopes apps.read,apps.write [--email E] [--name N]
-                                                        print a new API token (shown once; stored hashed)
+// cli is the command tree; kong builds parsing and help from its tags.
+type cli struct {
+	Config string `name:"config" env:"AGENTHOST_CONFIG" placeholder:"FILE" help:"Host HCL config file (listen, data_dir, plugin_dir, provider blocks, …)."`
 
-The database is embedded SQLite at $AGENTHOST_DATA_DIR/agenthost.db unless
-DATABASE_URL=postgres://... is set.
-`
+	Serve   serveCmd   `cmd:"" help:"Start the host: HTTP API on the listen address, plugins, database."`
+	Plugins pluginsCmd `cmd:"" help:"Inspect the configured plugins."`
+	Migrate migrateCmd `cmd:"" help:"Manage the database schema (the host migrates up by itself at start)."`
+	Tokens  tokensCmd  `cmd:"" help:"Manage API tokens."`
+}
+
+type pluginsCmd struct {
+	Check pluginsCheckCmd `cmd:"" help:"Load every configured plugin and print its state; exits 1 when one is not healthy."`
+}
+
+type migrateCmd struct {
+	Up      migrateUpCmd      `cmd:"" help:"Apply every pending migration."`
+	Down    migrateDownCmd    `cmd:"" help:"Revert one migration (at version 0 there is nothing to revert: says so and exits 0)."`
+	Version migrateVersionCmd `cmd:"" help:"Print the schema version and the newest this agenthost knows."`
+}
+
+type tokensCmd struct {
+	Create tokensCreateCmd `cmd:"" help:"Print a new API token for a tenant (shown once, stored hashed)."`
+}
+
+// globals is what every command's Run receives: where to write, and the
+// configuration, loaded only by commands that need it.
+type globals struct {
+	stdout, stderr io.Writer
+	// argv0 is how the operator invoked us, so that printed commands can
+	// be pasted back as they are.
+	argv0      string
+	configFile string
+}
+
+// load reads the host configuration; a bad one is a usage error (exit 2),
+// as it was before the CLI moved to kong.
+func (g *globals) load() (config.Host, error) {
+	cfg, err := config.Load(g.configFile)
+	if err != nil {
+		return config.Host{}, usageError{err}
+	}
+	return cfg, nil
+}
+
+// logger is the host's logger, on stderr so that stdout stays the
+// command's output (tables, tokens).
+func (g *globals) logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: programName, Level: hclog.LevelFromString(envOr("AGENTHOST_LOG_LEVEL", "info")), Output: g.stderr})
+}
+
+// usageError marks an error the operator fixes by changing the command
+// line or the configuration: it exits 2 like kong's own parse errors.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// exitRequest is what kong's Exit hook panics with: kong calls Exit(0)
+// right after printing --help, and run must return that code rather than
+// end the process (tests call run in-process).
+type exitRequest int
 
 func main() {
-	fs := flag.NewFlagSet("agenthost", flag.ExitOnError)
-	cfgFile := fs.String("config", os.Getenv("AGENTHOST_CONFIG"), "host HCL config file")
-	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
-	_ = fs.Parse(os.Args[1:])
-	args := fs.Args()
-	cfg, err := config.Load(*cfgFile)
+	os.Exit(run(os.Args[0], os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run parses args, runs the chosen command and returns the exit code.
+func run(argv0 string, args []string, stdout, stderr io.Writer) (code int) {
+	// No command at all: the full help, on stderr since it is a usage
+	// error (a script that forgot its command must not look successful).
+	noCommand := len(args) == 0
+	helpOut := stdout
+	if noCommand {
+		helpOut, args = stderr, []string{"--help"}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			code = int(e)
+			if noCommand {
+				code = exitUsage
+			}
+		}
+	}()
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name(programName),
+		kong.Description("agenthost: a self-hosted platform that runs coding agents against an app's files.\n\nThe database is embedded SQLite at $AGENTHOST_DATA_DIR/agenthost.db unless DATABASE_URL=postgres://... is set."),
+		kong.Writers(helpOut, stderr),
+		kong.Exit(func(code int) { panic(exitRequest(code)) }),
+		kong.Help(helpWithEnv),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		// The command tree is static: this is a programming error.
+		fmt.Fprintln(stderr, "agenthost: internal error:", err)
+		return exitFailed
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "agenthost", Level: hclog.LevelFromString(envOr("AGENTHOST_LOG_LEVEL", "info")), Output: os.Stderr})
-	switch {
-	case len(args) == 1 && args[0] == "serve":
-		err = serve(cfg, log)
-	case len(args) == 2 && args[0] == "plugins" && args[1] == "check":
-		err = pluginsCheck(cfg, log, os.Stdout)
-	case len(args) == 2 && args[0] == "migrate":
-		err = migrateCmd(cfg, args[1])
-	case len(args) >= 2 && args[0] == "tokens" && args[1] == "create":
-		err = tokensCreate(cfg, args[2:])
-	default:
-		fs.Usage()
-		os.Exit(2)
-	}
+	kctx, err := parser.Parse(legacySingleDash(args))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "agenthost:", err)
-		os.Exit(1)
+		fmt.Fprintf(stderr, "%s: error: %v\n", programName, err)
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", helpPath(err))
+		return exitUsage
 	}
+	g := &globals{stdout: stdout, stderr: stderr, argv0: argv0, configFile: c.Config}
+	if err := kctx.Run(g); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", programName, err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "Run '%s %s --help' for usage.\n", programName, kctx.Command())
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return exitOK
+}
+
+// helpPath is the command whose --help answers a parse error: the deepest
+// command the parser had reached, else the application.
+func helpPath(err error) string {
+	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil {
+		if sel := pe.Context.Selected(); sel != nil {
+			return sel.FullPath()
+		}
+	}
+	return programName
+}
+
+// helpWithEnv is kong's help plus the environment variables the command
+// reads: every one for the application and serve, the ones about where
+// things are for the others.
+func helpWithEnv(options kong.HelpOptions, ctx *kong.Context) error {
+	if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
+		return err
+	}
+	sel := ctx.Selected()
+	all := sel == nil || sel.Name == "serve"
+	// A command group (plugins, migrate, tokens) only lists its commands.
+	if sel != nil && len(sel.Children) > 0 {
+		return nil
+	}
+	writeEnvHelp(ctx.Stdout, all)
+	return nil
+}
+
+// legacyLongFlags are the long flags Go's flag package accepted with one
+// dash before the CLI moved to kong (`-config host.hcl`, `tokens create
+// -tenant acme`); kong reads "-config" as short flags, so they are
+// rewritten to two dashes to keep old scripts working.
+var legacyLongFlags = map[string]bool{"config": true, "tenant": true, "scopes": true, "email": true, "name": true}
+
+func legacySingleDash(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "="); strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && legacyLongFlags[name] {
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func envOr(k, def string) string {
@@ -78,185 +203,4 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
-}
-
-// noServices answers plugin callbacks while no orchestrator is attached
-// (plugins check loads plugins but runs nothing).
-type noServices struct{}
-
-func (noServices) CallTool(context.Context, string, engine.ToolCall) (plugin.ToolResult, error) {
-	return plugin.ToolResult{}, plugin.Errorf(plugin.CodeUnavailable, "", "no runs are served by this command")
-}
-func (noServices) SaveState(context.Context, string, []byte) error {
-	return plugin.Errorf(plugin.CodeUnavailable, "", "no runs are served by this command")
-}
-func (noServices) RequestPermission(context.Context, string, engine.PermissionRequest) (engine.PermissionDecision, error) {
-	return engine.PermissionDecision{}, plugin.Errorf(plugin.CodeUnavailable, "", "no runs are served by this command")
-}
-func (noServices) Workspace(context.Context, string) (workspace.Workspace, error) {
-	return nil, plugin.Errorf(plugin.CodeNotFound, "", "no workspaces are lent by this command")
-}
-
-func startPlugins(ctx context.Context, cfg config.Host, log hclog.Logger, services engine.HostServices, ws workspace.Resolver) (*pluginmgr.Manager, error) {
-	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, err
-	}
-	m := pluginmgr.New(configs, pluginmgr.Options{
-		PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log,
-		EngineServices: services, Workspaces: ws,
-	})
-	return m, m.Start(ctx)
-}
-
-func pluginsCheck(cfg config.Host, log hclog.Logger, out io.Writer) error {
-	log.SetLevel(hclog.Warn)
-	ctx := context.Background()
-	svc := noServices{}
-	m, err := startPlugins(ctx, cfg, log, svc, svc.Workspace)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	return writeStatuses(out, m.Statuses())
-}
-
-// writeStatuses prints the plugins check table and fails when a plugin is
-// not healthy. ISOLATION is a sandbox backend's (none, uid, namespaces), so
-// that a backend which does not isolate commands is visible before serving.
-func writeStatuses(out io.Writer, statuses []pluginmgr.Status) error {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tVERSION\tSTATE\tISOLATION\tDETAIL")
-	bad := 0
-	for _, s := range statuses {
-		detail := s.Reason
-		if len(s.Tools) > 0 && detail == "" {
-			detail = fmt.Sprintf("tools: %v", s.Tools)
-		}
-		isolation := "-"
-		if s.Kind == plugin.KindSandbox {
-			isolation = plugin.IsolationOf(s.Capabilities)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Kind, s.Version, s.State, isolation, detail)
-		if s.State != pluginmgr.StateHealthy && s.State != pluginmgr.StateDisabled {
-			bad++
-		}
-	}
-	_ = tw.Flush()
-	if bad > 0 {
-		return fmt.Errorf("%d plugin(s) not healthy", bad)
-	}
-	return nil
-}
-
-func serve(cfg config.Host, log hclog.Logger) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	h, err := hostapp.Start(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// Runs get time to reach a safe point; then plugins, then the DB.
-		shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		h.Close(shutdown)
-	}()
-	srv := &http.Server{Addr: cfg.Listen, Handler: h.Handler, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("agenthost listening", "addr", cfg.Listen, "data_dir", cfg.DataDir, "database", h.Store.Dialect(), "plugins", len(h.Plugins.Statuses()))
-	select {
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdown)
-}
-
-func migrateCmd(cfg config.Host, what string) error {
-	ctx := context.Background()
-	st, err := store.OpenNoMigrate(ctx, cfg.DatabaseURL, cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	switch what {
-	case "up":
-		if err := st.MigrateUp(); err != nil {
-			return err
-		}
-	case "down":
-		if err := st.MigrateDown(); err != nil {
-			return err
-		}
-	case "version":
-	default:
-		return fmt.Errorf("migrate %q: want up, down or version", what)
-	}
-	v, dirty, err := st.SchemaVersion()
-	if err != nil {
-		return err
-	}
-	latest, _ := store.LatestVersion(st.Dialect())
-	fmt.Printf("%s schema version %d (this agenthost knows up to %d)%s\n", st.Dialect(), v, latest, map[bool]string{true: ", DIRTY", false: ""}[dirty])
-	return nil
-}
-
-// knownScopes are the scopes a token can be given. platform.admin (global
-// models and the global default) is the operator's: only this command,
-// run on the host, grants it.
-var knownScopes = map[string]bool{"apps.read": true, "apps.write": true, "admin": true, store.ScopePlatformAdmin: true}
-
-// tokensCreate makes a token for a user of a tenant (both created when
-// missing) and prints the secret, which is stored only as a hash.
-func tokensCreate(cfg config.Host, args []string) error {
-	fs := flag.NewFlagSet("tokens create", flag.ContinueOnError)
-	tenant := fs.String("tenant", "", "tenant id (created when missing)")
-	scopes := fs.String("scopes", "apps.read,apps.write", "comma-separated: apps.read, apps.write, admin (the tenant's), platform.admin (the operator's: global models)")
-	email := fs.String("email", "", "the token's user (default: cli@<tenant>)")
-	name := fs.String("name", "cli", "a label for the token")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *tenant == "" {
-		return fmt.Errorf("tokens create: --tenant is required")
-	}
-	var list []string
-	for _, sc := range strings.Split(*scopes, ",") {
-		sc = strings.TrimSpace(sc)
-		if !knownScopes[sc] {
-			return fmt.Errorf("tokens create: unknown scope %q (want apps.read, apps.write, admin or platform.admin)", sc)
-		}
-		list = append(list, sc)
-	}
-	if *email == "" {
-		*email = "cli@" + *tenant
-	}
-	ctx := context.Background()
-	st, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.EnsureTenant(ctx, *tenant, *tenant); err != nil {
-		return err
-	}
-	user, err := st.EnsureUser(ctx, *tenant, orchestrator.NewID("usr"), *email)
-	if err != nil {
-		return err
-	}
-	secret := store.NewTokenSecret()
-	if _, err := st.CreateToken(ctx, *tenant, user, *name, secret, list); err != nil {
-		return err
-	}
-	fmt.Println(secret)
-	return nil
 }

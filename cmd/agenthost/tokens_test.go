@@ -2,42 +2,67 @@ package main
 
 import (
 	"context"
-	"io"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestTokensCreate: the printed secret authenticates as the tenant with the
-// scopes asked for, and bad flags are refused.
+// TestTokensCreate: the printed secret authenticates as the tenant with
+// exactly the scopes asked for (platform.admin included), the old
+// one-dash flags still work, and bad flags are refused as usage errors.
 func TestTokensCreate(t *testing.T) {
-	cfg := config.Host{DataDir: t.TempDir()}
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	stdout := os.Stdout
-	os.Stdout = w
-	err = tokensCreate(cfg, []string{"--tenant", "acme", "--scopes", "apps.read,apps.write"})
-	os.Stdout = stdout
-	w.Close()
-	require.NoError(t, err)
-	out, _ := io.ReadAll(r)
-	secret := strings.TrimSpace(string(out))
-	require.True(t, strings.HasPrefix(secret, store.TokenPrefix), secret)
+	dataDir := t.TempDir()
+	t.Setenv("AGENTHOST_DATA_DIR", dataDir)
+	t.Setenv("DATABASE_URL", "")
+	st := func() *store.Store {
+		s, err := store.Open(context.Background(), "", dataDir)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
 
-	st, err := store.Open(context.Background(), "", cfg.DataDir)
-	require.NoError(t, err)
-	defer st.Close()
-	p, err := st.Authenticate(context.Background(), secret)
-	require.NoError(t, err)
-	assert.Equal(t, "acme", p.TenantID)
-	assert.True(t, p.Has("apps.write"))
-	assert.False(t, p.Has("admin"))
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		tenant    string
+		has, lack []string
+	}{
+		{"default scopes", []string{"--tenant", "acme"}, "acme", []string{"apps.read", "apps.write"}, []string{"admin", store.ScopePlatformAdmin}},
+		{"apps", []string{"--tenant", "acme", "--scopes", "apps.read,apps.write"}, "acme", []string{"apps.read", "apps.write"}, []string{"admin", store.ScopePlatformAdmin}},
+		{"read only", []string{"--tenant=beta", "--scopes=apps.read", "--email", "r@beta", "--name", "ro"}, "beta", []string{"apps.read"}, []string{"apps.write", "admin"}},
+		// admin implies every tenant scope, never platform.admin.
+		{"tenant admin", []string{"--tenant", "acme", "--scopes", "admin"}, "acme", []string{"apps.read", "apps.write", "admin"}, []string{store.ScopePlatformAdmin}},
+		{"platform admin only", []string{"--tenant", "ops", "--scopes", "platform.admin"}, "ops", []string{store.ScopePlatformAdmin}, []string{"apps.read", "admin"}},
+		{"operator", []string{"--tenant", "ops", "--scopes", "apps.read, admin,platform.admin"}, "ops", []string{"apps.read", "admin", store.ScopePlatformAdmin}, nil},
+		{"one-dash flags", []string{"-tenant", "old", "-scopes", "apps.write", "-name", "legacy"}, "old", []string{"apps.write"}, []string{"apps.read"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, append([]string{"tokens", "create"}, tc.args...)...)
+			require.Equal(t, exitOK, code, errOut)
+			secret := strings.TrimSpace(out)
+			require.True(t, strings.HasPrefix(secret, store.TokenPrefix), secret)
+			p, err := st().Authenticate(context.Background(), secret)
+			require.NoError(t, err)
+			assert.Equal(t, tc.tenant, p.TenantID)
+			for _, s := range tc.has {
+				assert.True(t, p.Has(s), s)
+			}
+			for _, s := range tc.lack {
+				assert.False(t, p.Has(s), s)
+			}
+		})
+	}
 
-	assert.Error(t, tokensCreate(cfg, []string{"--scopes", "apps.read"}), "tenant is required")
-	assert.Error(t, tokensCreate(cfg, []string{"--tenant", "acme", "--scopes", "root"}), "unknown scope")
+	for _, args := range [][]string{
+		{"--scopes", "apps.read"},                 // tenant is required
+		{"--tenant", "", "--scopes", "apps.read"}, // and not empty
+		{"--tenant", "acme", "--scopes", "root"},  // unknown scope
+	} {
+		code, out, errOut := runCLI(t, append([]string{"tokens", "create"}, args...)...)
+		assert.Equal(t, exitUsage, code, "%v: %s", args, errOut)
+		assert.Empty(t, out, "no token is printed for %v", args)
+	}
 }

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// envVar documents one environment variable that the host (or a plugin it
+// launches) reads, for the Environment section of --help.
+type envVar struct {
+	Name string
+	// Default is what applies when the variable is unset; "" for nothing.
+	Default string
+	Help    string
+	// Every is true for what every command reads (where the config, the
+	// data and the plugins are); the others matter to serve only.
+	Every bool
+}
+
+// envVars is every variable an operator may set, in the order help lists
+// them. host/config, host/hostapp, host/api and the shipped plugins read
+// them; TestHelpListsEveryEnvVar keeps this list and the code together.
+var envVars = []envVar{
+	{"AGENTHOST_CONFIG", "", "host HCL file (same as --config)", true},
+	{"AGENTHOST_LISTEN", "127.0.0.1:8080", "HTTP listen address", false},
+	{"AGENTHOST_DATA_DIR", "./data", "embedded database and local sandboxes", true},
+	{"AGENTHOST_PLUGIN_DIR", "plugins/ beside this binary", "where bare plugin command names are found", true},
+	{"AGENTHOST_PLUGIN_CONFIG_DIR", "./plugin-configs", "one HCL file per plugin instance", true},
+	{"DATABASE_URL", "SQLite at <data dir>/agenthost.db", "postgres://… for PostgreSQL, else a SQLite file path", true},
+	{"AGENTHOST_LOG_LEVEL", "info", "host log level (trace, debug, info, warn, error)", true},
+	{"AGENTHOST_PLUGIN_LOG_LEVEL", "info", "plugins' log level", true},
+	{"AGENTHOST_BOOTSTRAP_TOKEN", "", "serve makes this secret an operator token (admin and platform.admin of tenant \"default\")", false},
+	{"AGENTHOST_KEY_ENDPOINTS", "", "provider key bindings: VAR=url[,url…][;VAR=url…]", false},
+	{"AGENTHOST_MAX_FILE_BYTES", "67108864 (64 MiB)", "largest file of an app", false},
+	{"AGENTHOST_MAX_WORKSPACE_BYTES", "268435456 (256 MiB)", "all of an app's files together", false},
+	{"AGENTHOST_MAX_FILES", "20000", "files in an app", false},
+	{"AGENTHOST_DEFAULT_SANDBOX", "local", "sandbox backend used when a run names none", false},
+	{"APPS_CODING_AGENT_TOOL_TIMEOUT_S", "120", "tool call time limit in seconds (1-3600)", false},
+	{"APPS_CODING_AGENT_SANDBOX_REUSE", "1", "keep a chat's sandbox warm between its runs (1/0)", false},
+	{"APPS_CODING_AGENT_SANDBOX_TTL_S", "900", "how long an idle kept sandbox lives, in seconds", false},
+	{"APPS_CODING_AGENT_NATIVE_ENABLED", "off", "1 allows \"engine\":\"native\"", false},
+	{"APPS_CODING_AGENT_DEFAULT_ENGINE", "mock", "engine used when a run names none", false},
+	{"APPS_CODING_AGENT_MAX_TOOL_ITERATIONS", "8", "tool rounds per run", false},
+	{"APPS_CODING_AGENT_TOKEN_BUDGET", "", "token budget per run (a run may set its own)", false},
+	{"APPS_CODING_AGENT_MESSAGE_BUDGET_CHARS", "24000", "chat history a run carries, in characters", false},
+	{"APPS_CODING_AGENT_OPENCODE_FAIL_ON_UNRECOVERED_APPLY_PATCH", "1", "fail an OpenCode run whose failed edit no later edit recovered (1/0)", false},
+	{"APPS_CODING_AGENT_ENABLE_LEGACY_WRITE_FILE", "off", "1 offers the patch toolpack's coding_agent_write_file", false},
+	{"APPS_CODING_AGENT_AUTO_VERIFY_PATCH", "off", "1 runs a successful patch's verification plan at once", false},
+	{"OPENAI_API_KEY", "", "seeds an OpenAI model on a first start; bound to OPENAI_BASE_URL", false},
+	{"OPENAI_BASE_URL", "https://api.openai.com/v1", "OpenAI-compatible endpoint (a local server needs no key)", false},
+	{"OPENAI_MODEL", "gpt-4o-mini", "the seeded OpenAI model", false},
+	{"ANTHROPIC_API_KEY", "", "seeds an Anthropic model on a first start; bound to ANTHROPIC_BASE_URL", false},
+	{"ANTHROPIC_BASE_URL", "https://api.anthropic.com", "Anthropic endpoint", false},
+	{"ANTHROPIC_MODEL", "claude-sonnet-4-5", "the seeded Anthropic model", false},
+}
+
+// writeEnvHelp prints the Environment section: every variable for the
+// application and serve, the ones every command reads for the others.
+func writeEnvHelp(w io.Writer, all bool) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Environment (wins over the --config file):")
+	// Name on its own line: the longest names would push a table's
+	// descriptions past any terminal's width.
+	for _, v := range envVars {
+		if !all && !v.Every {
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n      %s", v.Name, v.Help)
+		if v.Default != "" {
+			fmt.Fprintf(w, " (default: %s)", v.Default)
+		}
+		fmt.Fprintln(w)
+	}
+}
