@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -32,7 +33,7 @@ const (
 
 // BenchmarkApplyLargeResultMemory applies a 250 MB result the way the
 // orchestrator does (each file streamed into the store as the sandbox
-// client receives it, one at a time, then applied by manifest) and reports
+// client receives it, chunk by chunk, then applied by manifest) and reports
 // the process's peak RSS during that apply (VmHWM, reset just before it)
 // against the largest file: the bar is under 2x. It also reports the peak Go
 // heap, the RSS before, and the RSS once the apply has returned (as it is,
@@ -56,11 +57,11 @@ func BenchmarkApplyLargeResultMemory(b *testing.B) {
 			peak := watchHeap()
 			var res orchestrator.RunResult
 			put := func(p string, size int, fill byte) {
-				sha, err := a.PutBlob(ctx, received(size, fill))
-				if err != nil {
-					b.Fatal(err)
+				sha, n, err := a.PutBlobFrom(ctx, &arriving{left: size, fill: fill})
+				if err != nil || n != int64(size) {
+					b.Fatal(err, n)
 				}
-				res.Files = append(res.Files, orchestrator.ResultFile{Path: p, Size: int64(size), SHA256: sha})
+				res.Files = append(res.Files, orchestrator.ResultFile{Path: p, Size: n, SHA256: sha})
 			}
 			put("assets/big.bin", bigResultFile, byte(i+1))
 			for j := range smallResultFiles {
@@ -86,15 +87,26 @@ func BenchmarkApplyLargeResultMemory(b *testing.B) {
 	})
 }
 
-// received is a file's content as the sandbox client hands it to the host:
-// assembled whole from the stream's chunks into one buffer of its size.
-func received(size int, fill byte) []byte {
-	buf := make([]byte, 0, size)
-	chunk := bytes.Repeat([]byte{fill}, plugin.ChunkBytes)
-	for len(buf) < size {
-		buf = append(buf, chunk[:min(len(chunk), size-len(buf))]...)
+// arriving is a file's content as the sandbox client hands it to the host
+// (sandbox.SnapshotFile.Content): one gRPC message of plugin.ChunkBytes at
+// a time, each a fresh buffer as gRPC allocates one per message.
+type arriving struct {
+	left int
+	fill byte
+	buf  []byte
+}
+
+func (r *arriving) Read(p []byte) (int, error) {
+	if len(r.buf) == 0 {
+		if r.left == 0 {
+			return 0, io.EOF
+		}
+		r.buf = bytes.Repeat([]byte{r.fill}, min(plugin.ChunkBytes, r.left))
+		r.left -= len(r.buf)
 	}
-	return buf
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
 }
 
 // newAppNamed is newApp for a testing.TB.
