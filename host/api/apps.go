@@ -62,7 +62,7 @@ func (s *Server) createApp(c *gin.Context) {
 			_ = c.Error(core.Errf(CodeTooLarge, "", "the archive is over %d bytes", maxAppBody))
 			return
 		}
-		u, err := unpackArchive(kind, body)
+		u, err := unpackArchive(kind, body, s.deps.Limits)
 		if err != nil {
 			_ = c.Error(err)
 			return

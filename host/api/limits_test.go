@@ -214,8 +214,12 @@ func TestFilesOverTheLimitsAreRefused(t *testing.T) {
 		req.Header.Set("Content-Type", "application/zip")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
+		er = apiError{}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&er))
 		resp.Body.Close()
 		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "an upload is held to the same limits")
+		assert.Equal(t, "FILES_TOO_LARGE", er.Detail.Code)
+		assert.Equal(t, "files.big.txt", er.Detail.Field, "the entry is named")
 
 		var apps struct{ Items []struct{ ID string } }
 		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps", nil, &apps))

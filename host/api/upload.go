@@ -16,15 +16,6 @@ import (
 	"github.com/agenthost/agenthost/sdk/sandbox"
 )
 
-// Limits of an uploaded app. The body limit (maxAppBody) bounds what is sent;
-// these bound what it unpacks to, so a small archive cannot expand into
-// gigabytes (a zip bomb) or into more files than an app has.
-const (
-	maxUnpackedBytes = 128 << 20
-	maxUploadFile    = 16 << 20
-	maxUploadFiles   = 20000
-)
-
 // uploadSkips are folders an upload never brings into an app: version
 // control internals and everything core.GeneratedArtifacts regenerates.
 var uploadSkips = append([]string{".git", ".hg", ".svn"}, core.GeneratedArtifacts...)
@@ -40,12 +31,20 @@ type unpacked struct {
 // stay inside the app; links, devices and other special entries are refused
 // rather than silently dropped, since an app that depends on them would come
 // out broken. A single folder holding everything (my-app/...) is unwrapped.
-func unpackArchive(kind string, body []byte) (unpacked, error) {
+//
+// The body limit (maxAppBody) bounds what is sent; the host's file limits
+// bound what it unpacks to, so a small archive cannot expand into gigabytes
+// (a zip bomb): an entry is read no further than a byte past the per-file
+// limit, and the archive no further than a byte past the workspace limit,
+// whatever its headers claim. Either answers FILES_TOO_LARGE, as storing
+// such files by any other route would.
+func unpackArchive(kind string, body []byte, limits core.FileLimits) (unpacked, error) {
+	b := &budget{limits: limits.WithDefaults()}
 	var entries []archiveEntry
 	var err error
 	switch kind {
 	case "zip":
-		entries, err = zipEntries(body)
+		entries, err = zipEntries(body, b)
 	case "tar", "tar.gz":
 		var r io.Reader = bytes.NewReader(body)
 		if kind == "tar.gz" {
@@ -55,7 +54,7 @@ func unpackArchive(kind string, body []byte) (unpacked, error) {
 			}
 			r = gz
 		}
-		entries, err = tarEntries(r)
+		entries, err = tarEntries(r, b)
 	default:
 		return unpacked{}, uploadErr("", "unknown archive kind %q", kind)
 	}
@@ -113,40 +112,54 @@ func cleanEntryPath(name string) (string, error) {
 	return path.Clean(p), nil
 }
 
-// budget tracks what an archive unpacks to.
-type budget struct{ files, bytes int64 }
+// budget tracks what an archive unpacks to against the host's limits.
+type budget struct {
+	limits       core.FileLimits
+	files, bytes int64
+}
 
+func tooLarge(field, format string, args ...any) error {
+	return core.Errf(core.CodeFilesTooLarge, field, format, args...)
+}
+
+// take counts one more entry of p whose header claims n bytes.
 func (b *budget) take(p string, n int64) error {
 	b.files++
-	b.bytes += n
-	switch {
-	case b.files > maxUploadFiles:
-		return uploadErr("files", "the archive holds more than %d files", maxUploadFiles)
-	case n > maxUploadFile:
-		return uploadErr("files", "%s unpacks to more than %d bytes; one file may be at most that", p, maxUploadFile)
-	case b.bytes > maxUnpackedBytes:
-		return uploadErr("files", "the archive unpacks to more than %d bytes", maxUnpackedBytes)
+	switch l := b.limits; {
+	case b.files > int64(l.MaxFiles):
+		return tooLarge("files", "the archive holds more than %d files; the limit is %d", l.MaxFiles, l.MaxFiles)
+	case n > l.MaxFileBytes:
+		return tooLarge("files."+p, "archive entry %s has %d bytes; the limit is %d", p, n, l.MaxFileBytes)
+	case b.bytes+n > l.MaxWorkspaceBytes:
+		return tooLarge("files", "the archive unpacks to more than %d bytes; the limit is %d", l.MaxWorkspaceBytes, l.MaxWorkspaceBytes)
 	}
 	return nil
 }
 
-// readCapped reads r, failing once more than limit bytes come out: sizes in
-// an archive's headers are claims, not facts.
-func readCapped(r io.Reader, p string, limit int64) ([]byte, error) {
+// read reads entry p from r, stopping a byte past the per-file limit or
+// the rest of the workspace limit: sizes in an archive's headers are
+// claims, not facts.
+func (b *budget) read(r io.Reader, p string) ([]byte, error) {
+	l := b.limits
+	limit := min(l.MaxFileBytes, l.MaxWorkspaceBytes-b.bytes)
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, uploadErr("files", "%s could not be read from the archive: %v", p, err)
 	}
-	if int64(len(data)) > limit {
-		return nil, uploadErr("files", "%s unpacks to more than %d bytes; one file may be at most that", p, limit)
+	n := int64(len(data))
+	switch {
+	case n > l.MaxFileBytes:
+		return nil, tooLarge("files."+p, "archive entry %s unpacks to more than %d bytes; the limit is %d", p, l.MaxFileBytes, l.MaxFileBytes)
+	case n > limit:
+		return nil, tooLarge("files", "the archive unpacks to more than %d bytes (at entry %s); the limit is %d", l.MaxWorkspaceBytes, p, l.MaxWorkspaceBytes)
 	}
+	b.bytes += n
 	return data, nil
 }
 
-func tarEntries(r io.Reader) ([]archiveEntry, error) {
+func tarEntries(r io.Reader, b *budget) ([]archiveEntry, error) {
 	tr := tar.NewReader(r)
 	var out []archiveEntry
-	var b budget
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -169,7 +182,7 @@ func tarEntries(r io.Reader) ([]archiveEntry, error) {
 		if err := b.take(p, h.Size); err != nil {
 			return nil, err
 		}
-		data, err := readCapped(tr, p, maxUploadFile)
+		data, err := b.read(tr, p)
 		if err != nil {
 			return nil, err
 		}
@@ -177,13 +190,12 @@ func tarEntries(r io.Reader) ([]archiveEntry, error) {
 	}
 }
 
-func zipEntries(body []byte) ([]archiveEntry, error) {
+func zipEntries(body []byte, b *budget) ([]archiveEntry, error) {
 	zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
 	if err != nil {
 		return nil, uploadErr("", "the body is not a readable zip archive: %v", err)
 	}
 	var out []archiveEntry
-	var b budget
 	for _, f := range zr.File {
 		if f.FileInfo().IsDir() {
 			continue
@@ -202,7 +214,7 @@ func zipEntries(body []byte) ([]archiveEntry, error) {
 		if err != nil {
 			return nil, uploadErr("files", "%s could not be opened: %v", p, err)
 		}
-		data, err := readCapped(rc, p, maxUploadFile)
+		data, err := b.read(rc, p)
 		rc.Close()
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
@@ -37,6 +38,7 @@ type Store interface {
 	CreateRevision(ctx context.Context, nr store.NewRevision) (store.Revision, store.WriteStats, error)
 	CreateCheckpoint(ctx context.Context, c *store.Checkpoint) error
 	PutBlob(ctx context.Context, data []byte) (string, error)
+	PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, error)
 	Blobs(ctx context.Context, shas []string) (map[string][]byte, error)
 }
 
@@ -75,9 +77,10 @@ type Result struct {
 	LeftOut []orchestrator.LeftOut `json:"left_out,omitempty"`
 }
 
-// PutBlob stores one file's content (orchestrator.ResultSink).
-func (a *Applier) PutBlob(ctx context.Context, data []byte) (string, error) {
-	return a.st.PutBlob(ctx, data)
+// PutBlobFrom stores one file's content as it streams in
+// (orchestrator.ResultSink).
+func (a *Applier) PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, error) {
+	return a.st.PutBlobFrom(ctx, r)
 }
 
 // ApplyFiles applies a result given as whole files: their contents are

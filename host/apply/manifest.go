@@ -84,8 +84,17 @@ func (a *Applier) mergeManifests(ctx context.Context, base, ours, theirs []store
 	return merged, nil, nil
 }
 
+// maxMergeBytes bounds each version of a file merged by lines: a merge
+// holds all three versions and the result whole, and a line merge of
+// bigger files is no text edit a person would want merged unseen. A file
+// over it that both sides changed is a conflict, decided without reading.
+const maxMergeBytes = 8 << 20
+
 // mergeContent reads one file's three versions and merges them by lines.
 func (a *Applier) mergeContent(ctx context.Context, p string, bf, of, tf *store.ManifestEntry) (*store.ManifestEntry, *FileConflict, error) {
+	if max(bf.Size, of.Size, tf.Size) > maxMergeBytes {
+		return nil, &FileConflict{Path: p, Reason: fmt.Sprintf("changed on both sides and too large to merge by lines (over %d bytes)", maxMergeBytes)}, nil
+	}
 	data, err := a.st.Blobs(ctx, []string{bf.SHA256, of.SHA256, tf.SHA256})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s to merge: %w", p, err)

@@ -84,26 +84,22 @@ func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte
 	dirty, ref := ar.filesDirty, ar.ref
 	ar.filesDirty = false
 	ar.mu.Unlock()
-	var work []sandbox.File
+	var work []core.FileRef
 	if dirty && ref != nil {
-		// Files over the limit and paths left out are not saved: the
-		// result applied later is judged on its own.
-		var files []sandbox.File
-		err := ref.client.SnapshotEach(ctx, ref.id, core.GeneratedArtifacts, o.opts.Limits.MaxFileBytes, func(e sandbox.SnapshotEntry) error {
-			if e.LeftOut == "" && !e.TooLarge {
-				files = append(files, e.File)
+		// Streamed into the store file by file, like a result, and saved
+		// by manifest. Files over the limit and paths left out are not
+		// saved: the result applied later is judged on its own.
+		work = []core.FileRef{}
+		err := o.streamSnapshot(ctx, ref, func(f sandbox.SnapshotFile, sha string) {
+			if sha != "" {
+				work = append(work, core.FileRef{Path: f.Path, Mode: f.Mode, SHA256: sha})
 			}
-			return nil
 		})
 		if err != nil {
 			ar.mu.Lock()
 			ar.filesDirty = true
 			ar.mu.Unlock()
 			return fmt.Errorf("snapshot the run's files with its state: %w", err)
-		}
-		work = files
-		if work == nil {
-			work = []sandbox.File{}
 		}
 	}
 	return o.runs.SaveEngineState(ctx, runID, state, work)

@@ -261,7 +261,7 @@ func (o *Orchestrator) classify(ar *activeRun, err error, what string) outcome {
 type sandboxRef struct {
 	client interface {
 		Stop(ctx context.Context, id string) error
-		SnapshotEach(ctx context.Context, id string, exclude []string, maxBytes int64, fn func(sandbox.SnapshotEntry) error) error
+		SnapshotStream(ctx context.Context, id string, exclude []string, maxBytes int64, fn func(sandbox.SnapshotFile) error) error
 	}
 	id string
 }

@@ -9,6 +9,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"io"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -23,8 +24,9 @@ type RunStore interface {
 	GetRun(ctx context.Context, id string) (*core.Run, error)
 	UpdateRun(ctx context.Context, id string, fn func(*core.Run) error) (*core.Run, error)
 	// SaveEngineState records an engine's state and, when work is not nil,
-	// the run's working files as of that state (nil: unchanged).
-	SaveEngineState(ctx context.Context, runID string, state []byte, work []sandbox.File) error
+	// the run's working files as of that state (nil: unchanged), by
+	// manifest: their contents are stored already (ResultSink.PutBlobFrom).
+	SaveEngineState(ctx context.Context, runID string, state []byte, work []core.FileRef) error
 	LoadEngineState(ctx context.Context, runID string) ([]byte, error)
 }
 
@@ -38,12 +40,14 @@ type EventSink interface {
 }
 
 // ResultSink turns a completed run's files into the app's next revision. The
-// orchestrator streams the sandbox's files through PutBlob one at a time and
-// hands ApplyResult only their manifest, so a result is never held whole.
+// orchestrator streams the sandbox's files through PutBlobFrom one at a
+// time, as they arrive, and hands ApplyResult only their manifest, so
+// neither a result nor any one file of it is ever held whole.
 type ResultSink interface {
-	// PutBlob stores one file's content (once per digest) and returns its
-	// sha256.
-	PutBlob(ctx context.Context, data []byte) (string, error)
+	// PutBlobFrom stores the content read from r to its end (once per
+	// digest) and returns its sha256 and size. An error from r stores
+	// nothing and comes back wrapped.
+	PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, error)
 	// ApplyResult turns the result into a revision. A result that breaks
 	// the file limits fails with core.CodeResultTooLarge (and Diagnostics
 	// naming the files) and changes nothing.

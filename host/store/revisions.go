@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -73,11 +73,6 @@ type WriteStats struct {
 // inChunk bounds IN lists and multi-row inserts (parameter limits).
 const inChunk = 400
 
-func digest(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
 // CreateRevision stores a revision. File contents are stored by sha256 once:
 // a file that any revision already holds costs one manifest row and no
 // bytes.
@@ -138,8 +133,12 @@ func prepareRevision(nr NewRevision) (preparedRevision, error) {
 func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevision) (WriteStats, error) {
 	rev, files, nr := pr.rev, pr.entries, pr.nr
 	var stats WriteStats
-	if err := s.checkBlobs(ctx, tx, pr.byDigest); err != nil {
-		return stats, err
+	shas := make([]string, len(pr.byDigest))
+	for i, e := range pr.byDigest {
+		shas[i] = e.SHA256
+	}
+	if err := s.checkBlobs(ctx, tx, shas); err != nil {
+		return stats, fmt.Errorf("store revision: %w", err)
 	}
 	missing, err := s.missingBlobs(ctx, tx, pr.bySHA)
 	if err != nil {
@@ -222,81 +221,6 @@ func newManifest(nr NewRevision) ([]ManifestEntry, map[string][]byte, error) {
 	return entries, bySHA, nil
 }
 
-// checkBlobs fails unless every digest of manifest is stored.
-func (s *Store) checkBlobs(ctx context.Context, tx *sqlx.Tx, manifest []ManifestEntry) error {
-	if len(manifest) == 0 {
-		return nil
-	}
-	want := make(map[string][]byte, len(manifest))
-	for _, e := range manifest {
-		want[e.SHA256] = nil
-	}
-	missing, err := s.missingBlobs(ctx, tx, want)
-	if err != nil {
-		return err
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("store revision: content %s is not stored", missing[0])
-	}
-	return nil
-}
-
-// PutBlob stores one file's content under its sha256, unless it is stored
-// already, and returns the digest. Contents are written one by one as a
-// sandbox streams them, so a result is never held whole in memory.
-func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
-	sha := digest(data)
-	var n int
-	if err := s.r.GetContext(ctx, &n, s.rebind(`SELECT COUNT(*) FROM blobs WHERE sha256 = ?`), sha); err != nil {
-		return "", translate(err)
-	}
-	if n > 0 {
-		return sha, nil
-	}
-	if data == nil {
-		data = []byte{}
-	}
-	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)
- ON CONFLICT (sha256) DO NOTHING`), sha, len(data), data, time.Now().UnixMilli())
-	return sha, translate(err)
-}
-
-// Blobs reads contents by sha256 (those stored; a digest not stored is
-// simply absent from the map).
-func (s *Store) Blobs(ctx context.Context, shas []string) (map[string][]byte, error) {
-	return s.blobs(ctx, shas)
-}
-
-// missingBlobs lists the digests not stored yet, in sorted order.
-func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string][]byte) ([]string, error) {
-	all := make([]string, 0, len(bySHA))
-	for sha := range bySHA {
-		all = append(all, sha)
-	}
-	sort.Strings(all)
-	have := map[string]bool{}
-	for start := 0; start < len(all); start += inChunk {
-		q, args, err := sqlx.In(`SELECT sha256 FROM blobs WHERE sha256 IN (?)`, all[start:min(start+inChunk, len(all))])
-		if err != nil {
-			return nil, err
-		}
-		var found []string
-		if err := tx.SelectContext(ctx, &found, tx.Rebind(q), args...); err != nil {
-			return nil, translate(err)
-		}
-		for _, f := range found {
-			have[f] = true
-		}
-	}
-	var missing []string
-	for _, sha := range all {
-		if !have[sha] {
-			missing = append(missing, sha)
-		}
-	}
-	return missing, nil
-}
-
 func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // revisionRow is a revisions row as scanned.
@@ -367,53 +291,63 @@ func (s *Store) ListRevisions(ctx context.Context, appID, before string, limit i
 
 // ReadRevisionFile returns one file's content at a revision.
 func (s *Store) ReadRevisionFile(ctx context.Context, revisionID, path string) ([]byte, error) {
-	var data []byte
-	err := s.r.GetContext(ctx, &data, s.rebind(`SELECT b.data FROM revision_files f JOIN blobs b ON b.sha256 = f.blob_sha256
- WHERE f.revision_id = ? AND f.path = ?`), revisionID, path)
+	var r blobRow
+	err := s.r.GetContext(ctx, &r, s.rebind(`SELECT b.sha256, b.size, b.chunk_key FROM revision_files f
+ JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? AND f.path = ?`), revisionID, path)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("file", path)
 	}
-	if data == nil && err == nil {
-		data = []byte{}
+	if err != nil {
+		return nil, translate(err)
 	}
-	return data, translate(err)
+	return s.readBlob(ctx, r)
 }
 
-// putBlobs stores the contents of missing (keys of bySHA not yet stored).
-func putBlobs(ctx context.Context, tx *sqlx.Tx, missing []string, bySHA map[string][]byte) (int, int64, error) {
-	now := time.Now().UnixMilli()
-	var n int
-	var total int64
-	for _, sha := range missing {
-		data := bySHA[sha]
-		if data == nil {
-			data = []byte{}
-		}
-		if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)
- ON CONFLICT (sha256) DO NOTHING`), sha, len(data), data, now); err != nil {
-			return n, total, translate(err)
-		}
-		n++
-		total += int64(len(data))
+// OpenRevisionFile returns a reader of one file's content at a revision and
+// its size; a large file is read a chunk at a time as it is consumed.
+func (s *Store) OpenRevisionFile(ctx context.Context, revisionID, path string) (io.Reader, int64, error) {
+	var sha string
+	err := s.r.GetContext(ctx, &sha, s.rebind(`SELECT blob_sha256 FROM revision_files WHERE revision_id = ? AND path = ?`), revisionID, path)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, notFound("file", path)
 	}
-	return n, total, nil
+	if err != nil {
+		return nil, 0, translate(err)
+	}
+	return s.OpenBlob(ctx, sha)
 }
 
 // RevisionFiles materialises a revision as a file set (to provision a
-// sandbox from it).
+// sandbox from it). Each file is held once, whole: a chunked content is
+// read a chunk at a time into a buffer of its size.
 func (s *Store) RevisionFiles(ctx context.Context, revisionID string) ([]sandbox.File, error) {
 	var rows []struct {
 		Path string `db:"path"`
 		Mode uint32 `db:"mode"`
+		blobRow
+		// Data is the inline content (nil for a chunked one).
 		Data []byte `db:"data"`
 	}
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT f.path, f.mode, b.data FROM revision_files f
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT f.path, f.mode, b.sha256, b.size, b.chunk_key,
+ CASE WHEN b.chunk_key IS NULL THEN b.data END AS data FROM revision_files f
  JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? ORDER BY f.path`), revisionID); err != nil {
 		return nil, translate(err)
 	}
 	out := make([]sandbox.File, len(rows))
-	for i, r := range rows {
-		out[i] = sandbox.File{Path: r.Path, Mode: r.Mode, Data: r.Data}
+	for i := range rows {
+		r := &rows[i]
+		data := r.Data
+		if r.ChunkKey.Valid {
+			var err error
+			if data, err = s.readBlob(ctx, r.blobRow); err != nil {
+				return nil, err
+			}
+		}
+		if data == nil {
+			data = []byte{}
+		}
+		out[i] = sandbox.File{Path: r.Path, Mode: r.Mode, Data: data}
+		r.Data = nil
 	}
 	return out, nil
 }

@@ -213,9 +213,10 @@ func (s *Store) ListRunsByStatus(ctx context.Context, statuses ...core.RunStatus
 }
 
 // SaveEngineState replaces a run's saved engine state. When work is not
-// nil it also records those files as the run's working copy at this state
-// (contents stored once, by sha256, like revisions); nil keeps the last one.
-func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte, work []sandbox.File) error {
+// nil it also records that manifest as the run's working copy at this state
+// (nil keeps the last one). Its contents must be stored already (PutBlob,
+// PutBlobFrom): the working copy is streamed in, never held whole.
+func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte, work []core.FileRef) error {
 	now := time.Now().UnixMilli()
 	if work == nil {
 		_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO engine_states (run_id, state, updated_at) VALUES (?, ?, ?)
@@ -224,23 +225,18 @@ func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte,
 		return translate(err)
 	}
 	manifest := make([]workEntry, len(work))
-	bySHA := make(map[string][]byte, len(work))
+	shas := make([]string, len(work))
 	for i, f := range work {
-		sha := digest(f.Data)
-		manifest[i] = workEntry{Path: f.Path, Mode: f.Mode, SHA: sha}
-		bySHA[sha] = f.Data
+		manifest[i] = workEntry{Path: f.Path, Mode: f.Mode, SHA: f.SHA256}
+		shas[i] = f.SHA256
 	}
 	mj, err := json.Marshal(manifest)
 	if err != nil {
 		return err
 	}
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
-		missing, err := s.missingBlobs(ctx, tx, bySHA)
-		if err != nil {
-			return err
-		}
-		if _, _, err := putBlobs(ctx, tx, missing, bySHA); err != nil {
-			return err
+		if err := s.checkBlobs(ctx, tx, shas); err != nil {
+			return fmt.Errorf("save run %s's working copy: %w", runID, err)
 		}
 		_, err = tx.ExecContext(ctx, tx.Rebind(`INSERT INTO engine_states (run_id, state, work_manifest, updated_at) VALUES (?, ?, ?, ?)
  ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, work_manifest = excluded.work_manifest, updated_at = excluded.updated_at`),
@@ -298,27 +294,4 @@ func (s *Store) LoadWorkFiles(ctx context.Context, runID string) ([]sandbox.File
 		files[i] = sandbox.File{Path: e.Path, Mode: e.Mode, Data: b}
 	}
 	return files, true, nil
-}
-
-// blobs reads contents by sha256.
-func (s *Store) blobs(ctx context.Context, shas []string) (map[string][]byte, error) {
-	out := make(map[string][]byte, len(shas))
-	for start := 0; start < len(shas); start += inChunk {
-		chunk := shas[start:min(start+inChunk, len(shas))]
-		q, args, err := sqlx.In(`SELECT sha256, data FROM blobs WHERE sha256 IN (?)`, chunk)
-		if err != nil {
-			return nil, err
-		}
-		var rows []struct {
-			SHA  string `db:"sha256"`
-			Data []byte `db:"data"`
-		}
-		if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
-			return nil, translate(err)
-		}
-		for _, r := range rows {
-			out[r.SHA] = r.Data
-		}
-	}
-	return out, nil
 }

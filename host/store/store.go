@@ -70,6 +70,10 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.sweepOrphanChunks(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sweep orphaned content chunks: %w", err)
+	}
 	s.events = newEventWriter(s)
 	return s, nil
 }

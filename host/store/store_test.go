@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,7 +116,13 @@ func TestEngineState(t *testing.T) {
 		// Files saved with a state come back with it; a later state saved
 		// without files keeps them.
 		work := []sandbox.File{{Path: "a.txt", Mode: 0o644, Data: []byte("one")}, {Path: "bin/run", Mode: 0o755, Data: []byte{0, 1}}, {Path: "empty", Mode: 0o644, Data: []byte{}}}
-		require.NoError(t, s.SaveEngineState(ctx, "r", []byte(`{"i":2}`), work))
+		refs := make([]core.FileRef, len(work))
+		for i, f := range work {
+			sha, err := s.PutBlob(ctx, f.Data)
+			require.NoError(t, err)
+			refs[i] = core.FileRef{Path: f.Path, Mode: f.Mode, SHA256: sha}
+		}
+		require.NoError(t, s.SaveEngineState(ctx, "r", []byte(`{"i":2}`), refs))
 		require.NoError(t, s.SaveEngineState(ctx, "r", []byte{0, 1, 2, 255}, nil))
 		st, err = s.LoadEngineState(ctx, "r")
 		require.NoError(t, err)
@@ -130,11 +137,18 @@ func TestEngineState(t *testing.T) {
 			assert.Equal(t, string(work[i].Data), string(got[i].Data))
 		}
 		// An empty working copy is a saved working copy.
-		require.NoError(t, s.SaveEngineState(ctx, "r", []byte(`{}`), []sandbox.File{}))
+		require.NoError(t, s.SaveEngineState(ctx, "r", []byte(`{}`), []core.FileRef{}))
 		got, ok, err = s.LoadWorkFiles(ctx, "r")
 		require.NoError(t, err)
 		assert.True(t, ok)
 		assert.Empty(t, got)
+
+		// A manifest naming content that is not stored saves nothing.
+		err = s.SaveEngineState(ctx, "r", []byte(`{"i":3}`), []core.FileRef{{Path: "x", SHA256: strings.Repeat("ab", 32)}})
+		require.Error(t, err)
+		st, err = s.LoadEngineState(ctx, "r")
+		require.NoError(t, err)
+		assert.Equal(t, []byte(`{}`), st)
 	})
 }
 

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 
 	"github.com/agenthost/agenthost/sdk/internal/convert"
@@ -117,68 +118,49 @@ func (c *Client) Snapshot(ctx context.Context, id string, exclude []string) ([]F
 // the backend left out reach fn with LeftOut set. An error from fn ends the
 // snapshot with it.
 func (c *Client) SnapshotEach(ctx context.Context, id string, exclude []string, maxBytes int64, fn func(SnapshotEntry) error) error {
-	// Stop the stream when fn gives up early, rather than draining it.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.c.Snapshot(ctx, &sandboxv1.SnapshotRequest{SandboxId: id, Exclude: exclude})
-	if err != nil {
-		return rpcerr.FromStatus(err)
-	}
-	var cur *SnapshotEntry
-	var recv int64 // bytes of cur received
-	flush := func() error {
-		if cur == nil {
-			return nil
+	return c.SnapshotStream(ctx, id, exclude, maxBytes, func(f SnapshotFile) error {
+		e := SnapshotEntry{File: File{Path: f.Path, Mode: f.Mode}, Size: f.Size, TooLarge: f.TooLarge, LeftOut: f.LeftOut}
+		if f.Content != nil {
+			data, err := readSized(f.Content, f.Size)
+			var tooLarge *FileTooLargeError
+			switch {
+			case errors.As(err, &tooLarge):
+				e.TooLarge, e.Size = true, tooLarge.Size
+			case err != nil:
+				return err
+			default:
+				e.Data, e.Size = data, int64(len(data))
+			}
 		}
-		e := *cur
-		cur = nil
 		return fn(e)
-	}
+	})
+}
+
+// readSized reads r to its end into a buffer of the announced size, which
+// grows only if the file did (never to twice a file that was as announced).
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	buf := make([]byte, 0, max(size, 0))
 	for {
-		msg, err := stream.Recv()
+		if len(buf) == cap(buf) {
+			// Full: look for one more byte before growing.
+			var probe [1]byte
+			n, err := io.ReadFull(r, probe[:])
+			if err == io.EOF {
+				return buf, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			buf = append(buf, probe[:n]...)
+			continue
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			return flush()
+			return buf, nil
 		}
 		if err != nil {
-			return rpcerr.FromStatus(err)
-		}
-		switch m := msg.GetMsg().(type) {
-		case *sandboxv1.SnapshotChunk_File:
-			if err := flush(); err != nil {
-				return err
-			}
-			size := m.File.GetSize()
-			recv = 0
-			cur = &SnapshotEntry{File: File{Path: m.File.GetPath(), Mode: m.File.GetMode()}}
-			if maxBytes > 0 && size > maxBytes {
-				cur.TooLarge, cur.Size = true, size
-			} else {
-				// The header's size is the backend's claim; the buffer
-				// grows if the file did.
-				cur.Data = make([]byte, 0, max(size, 0))
-			}
-		case *sandboxv1.SnapshotChunk_Data:
-			if cur == nil {
-				return plugin.Errorf(plugin.CodeInternal, "", "snapshot data before a file header")
-			}
-			recv += int64(len(m.Data))
-			if cur.TooLarge {
-				cur.Size = max(cur.Size, recv)
-				continue
-			}
-			cur.Data = append(cur.Data, m.Data...)
-			cur.Size = recv
-			if maxBytes > 0 && recv > maxBytes {
-				// It grew past the limit while it was read.
-				cur.TooLarge, cur.Data = true, nil
-			}
-		case *sandboxv1.SnapshotChunk_LeftOut:
-			if err := flush(); err != nil {
-				return err
-			}
-			if err := fn(SnapshotEntry{File: File{Path: m.LeftOut.GetPath()}, LeftOut: m.LeftOut.GetReason()}); err != nil {
-				return err
-			}
+			return nil, err
 		}
 	}
 }

@@ -54,6 +54,7 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts Option
 	t.Run("snapshot", k.testSnapshot)
 	t.Run("snapshot reports what it leaves out", k.testSnapshotLeftOut)
 	t.Run("host file limit", k.testHostFileLimit)
+	t.Run("snapshot stream", k.testSnapshotStream)
 	t.Run("stop", k.testStop)
 	t.Run("expose port", k.testExposePort)
 	t.Run("services", k.testServices)

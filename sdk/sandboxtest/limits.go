@@ -2,6 +2,9 @@ package sandboxtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"testing"
 	"unicode/utf8"
 
@@ -79,4 +82,43 @@ func (k *kit) testHostFileLimit(t *testing.T) {
 	assert.Greater(t, sizes["big.bin"], int64(limit), "over the limit, not cut at it")
 	assert.Equal(t, int64(limit), sizes["exact.bin"])
 	assert.Equal(t, []string{"big.bin"}, tooLarge)
+}
+
+// testSnapshotStream: SnapshotStream hands every file's content over as a
+// reader of the arriving chunks; content left unread does not leak into
+// the next file, and a file over the limit comes without content.
+func (k *kit) testSnapshotStream(t *testing.T) {
+	ctx := context.Background()
+	big := bigFile()
+	id, _ := k.create(t, []sandbox.File{
+		{Path: "a/big.bin", Data: big}, {Path: "a/empty", Data: []byte{}},
+		{Path: "b/skipped.bin", Data: big}, {Path: "c/small.txt", Data: []byte("small\n")},
+	})
+	got := map[string]string{}
+	require.NoError(t, k.c.SnapshotStream(ctx, id, nil, 0, func(f sandbox.SnapshotFile) error {
+		require.NotNil(t, f.Content, f.Path)
+		if f.Path == "b/skipped.bin" {
+			// Read a little and leave the rest to be dropped.
+			_, err := io.ReadFull(f.Content, make([]byte, 10))
+			return err
+		}
+		h := sha256.New()
+		n, err := io.Copy(h, f.Content)
+		require.NoError(t, err)
+		assert.Equal(t, f.Size, n, f.Path)
+		got[f.Path] = hex.EncodeToString(h.Sum(nil))
+		return nil
+	}))
+	assert.Equal(t, map[string]string{"a/big.bin": sum(big), "a/empty": sum(nil), "c/small.txt": sum([]byte("small\n"))}, got)
+
+	var tooLarge []string
+	require.NoError(t, k.c.SnapshotStream(ctx, id, nil, 1000, func(f sandbox.SnapshotFile) error {
+		if f.TooLarge {
+			assert.Nil(t, f.Content)
+			assert.Equal(t, int64(len(big)), f.Size)
+			tooLarge = append(tooLarge, f.Path)
+		}
+		return nil
+	}))
+	assert.Equal(t, []string{"a/big.bin", "b/skipped.bin"}, tooLarge)
 }

@@ -7,6 +7,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -21,7 +23,7 @@ type Memory struct {
 	runs    map[string]*core.Run
 	events  map[string][]core.Envelope
 	states  map[string][]byte
-	work    map[string][]sandbox.File
+	work    map[string][]core.FileRef
 	results map[string][]sandbox.File
 	blobs   map[string][]byte
 	changed chan struct{}
@@ -31,7 +33,7 @@ type Memory struct {
 func NewMemory() *Memory {
 	return &Memory{
 		runs: map[string]*core.Run{}, events: map[string][]core.Envelope{},
-		states: map[string][]byte{}, work: map[string][]sandbox.File{}, results: map[string][]sandbox.File{}, blobs: map[string][]byte{}, changed: make(chan struct{}),
+		states: map[string][]byte{}, work: map[string][]core.FileRef{}, results: map[string][]sandbox.File{}, blobs: map[string][]byte{}, changed: make(chan struct{}),
 	}
 }
 
@@ -89,13 +91,18 @@ func (m *Memory) UpdateRun(_ context.Context, id string, fn func(*core.Run) erro
 }
 
 // SaveEngineState keeps an engine's state and the working files saved
-// with it.
-func (m *Memory) SaveEngineState(_ context.Context, runID string, state []byte, work []sandbox.File) error {
+// with it (by manifest over the stored blobs).
+func (m *Memory) SaveEngineState(_ context.Context, runID string, state []byte, work []core.FileRef) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, f := range work {
+		if _, ok := m.blobs[f.SHA256]; !ok {
+			return fmt.Errorf("save run %s's working copy: content %s of %s is not stored", runID, f.SHA256, f.Path)
+		}
+	}
 	m.states[runID] = append([]byte(nil), state...)
 	if work != nil {
-		m.work[runID] = append([]sandbox.File(nil), work...)
+		m.work[runID] = append([]core.FileRef(nil), work...)
 	}
 	return nil
 }
@@ -105,7 +112,14 @@ func (m *Memory) WorkFiles(runID string) ([]sandbox.File, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w, ok := m.work[runID]
-	return w, ok
+	if !ok {
+		return nil, false
+	}
+	files := make([]sandbox.File, len(w))
+	for i, f := range w {
+		files[i] = sandbox.File{Path: f.Path, Mode: f.Mode, Data: m.blobs[f.SHA256]}
+	}
+	return files, true
 }
 
 // LoadEngineState returns the last saved state, or nil.
@@ -128,14 +142,18 @@ func (m *Memory) Append(_ context.Context, run *core.Run, ev orchestrator.NewEve
 	return env, nil
 }
 
-// PutBlob keeps a file's content by digest.
-func (m *Memory) PutBlob(_ context.Context, data []byte) (string, error) {
+// PutBlobFrom keeps a file's content by digest.
+func (m *Memory) PutBlobFrom(_ context.Context, r io.Reader) (string, int64, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return "", 0, err
+	}
 	sum := sha256.Sum256(data)
 	sha := hex.EncodeToString(sum[:])
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.blobs[sha] = append([]byte{}, data...)
-	return sha, nil
+	m.blobs[sha] = data
+	return sha, int64(len(data)), nil
 }
 
 // ApplyResult records the files of a completed run (oversized ones without
