@@ -142,10 +142,11 @@ func (f *forwarder) running() []int {
 	entries, _ := os.ReadDir(filepath.Join(f.boxDir, execsDir))
 	var out []int
 	for _, e := range entries {
-		pid, ok := recordedPid(filepath.Join(f.boxDir, execsDir, e.Name()))
-		if !ok {
+		r, ok := readRecord(filepath.Join(f.boxDir, execsDir, e.Name()))
+		if !ok || !r.running() {
 			continue
 		}
+		pid := r.pid
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 		if err != nil {
 			continue
