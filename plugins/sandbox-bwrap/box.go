@@ -279,7 +279,7 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 	b := p.boxes[id]
 	delete(p.boxes, id)
 	p.busy[id] = true
-	root := p.cfg.Root
+	root, uid := p.cfg.Root, commandUID(p.cfg)
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -292,9 +292,10 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 		b.fwd.close()
 	}
 	dir := filepath.Join(root, id)
-	// A relaunched plugin does not know the commands its predecessor
-	// started; they died with it (--die-with-parent), but make sure.
-	killRecorded(dir)
+	// Belt and braces: this process's commands went with their groups
+	// above, and what a crashed predecessor left at Configure; whatever
+	// still runs in a recorded session goes before the folder does.
+	killRecorded(dir, uid)
 	trash := filepath.Join(root, trashPrefix+id+"-"+rand.Text()[:8])
 	if err := os.Rename(dir, trash); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

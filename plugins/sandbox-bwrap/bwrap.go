@@ -280,6 +280,17 @@ func (p *Provider) Configure(ctx context.Context, raw json.RawMessage) error {
 	if err := prepareRoot(c); err != nil {
 		return plugin.Errorf(plugin.CodeInvalidArgument, "root", "cannot prepare sandbox root: %v", err)
 	}
+	// A plugin process killed (SIGKILL, OOM) may leave commands running
+	// that did not die with it (see killRecorded); nobody waits for them.
+	known := func(id string) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_, ok := p.boxes[id]
+		return ok || p.busy[id]
+	}
+	if n := killLeftovers(c.Root, commandUID(c), known); n > 0 {
+		p.log.Warn("killed processes left running by a previous plugin process", "signals", n)
+	}
 	for _, err := range sweepLeftovers(c.Root) {
 		p.log.Warn("leftover folder not removed", "error", err)
 	}

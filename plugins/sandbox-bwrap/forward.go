@@ -110,7 +110,7 @@ func (f *forwarder) relay(c net.Conn, port int) {
 	var in net.Conn
 	var errs []error
 	for _, pid := range f.running() {
-		conn, err := dialIn(pid, port)
+		conn, err := f.dialIn(pid, port)
 		if err == nil {
 			in = conn
 			break
@@ -142,10 +142,11 @@ func (f *forwarder) running() []int {
 	entries, _ := os.ReadDir(filepath.Join(f.boxDir, execsDir))
 	var out []int
 	for _, e := range entries {
-		pid, ok := recordedPid(filepath.Join(f.boxDir, execsDir, e.Name()))
-		if !ok {
+		r, ok := readRecord(filepath.Join(f.boxDir, execsDir, e.Name()))
+		if !ok || !r.running() {
 			continue
 		}
+		pid := r.pid
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
 		if err != nil {
 			continue
@@ -161,31 +162,66 @@ func (f *forwarder) running() []int {
 
 // dialIn opens a TCP connection to 127.0.0.1:port inside the network
 // namespace of pid. The socket is made on a thread moved into that
-// namespace; the thread is never unlocked, so Go ends it with the goroutine
-// instead of reusing a thread in the wrong namespace.
-func dialIn(pid, port int) (net.Conn, error) {
+// namespace and back (a socket stays in the namespace it was made in).
+//
+// The thread must go back rather than end: Go ends a thread whose goroutine
+// exits locked to it, and the kernel sends a command's parent-death signal
+// (SIGKILL, see dirfs.LocalExec) when the *thread* that started it ends,
+// not the process. Any thread of the plugin may have started a running
+// command's bwrap, so ending one after each dial killed commands at random.
+func (f *forwarder) dialIn(pid, port int) (net.Conn, error) {
 	type result struct {
 		c   net.Conn
 		err error
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread()
-		ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer ns.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: fmt.Errorf("enter network namespace of %d: %w", pid, err)}
-			return
-		}
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), dialTimeout)
+		c, back, err := dialFromNamespace(pid, port)
 		ch <- result{c, err}
+		if !back {
+			f.log.Error("a thread could not return to the plugin's network namespace; it is parked for good", "pid", pid)
+			// The thread is stuck in the sandbox's namespace: it may run
+			// no other goroutine (their sockets would open in there) and
+			// must not end (see above), so it stays with this goroutine,
+			// which never ends. Only a failing setns into the plugin's own
+			// namespace, which a root plugin is always allowed, gets here.
+			select {}
+		}
 	}()
 	r := <-ch
 	return r.c, r.err
+}
+
+// dialFromNamespace does dialIn's work on the calling goroutine's thread,
+// which it locks. back reports whether the thread is in the plugin's
+// network namespace again and unlocked; if not, it stays locked.
+func dialFromNamespace(pid, port int) (c net.Conn, back bool, err error) {
+	runtime.LockOSThread()
+	// Where this thread is now is the plugin's namespace: no unlocked
+	// thread is ever left anywhere else.
+	home, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, true, fmt.Errorf("open the plugin's network namespace: %w", err)
+	}
+	defer home.Close()
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, true, err
+	}
+	defer ns.Close()
+	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+		// Still where it was.
+		runtime.UnlockOSThread()
+		return nil, true, fmt.Errorf("enter network namespace of %d: %w", pid, err)
+	}
+	c, err = net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), dialTimeout)
+	if rerr := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); rerr != nil {
+		return c, false, err
+	}
+	runtime.UnlockOSThread()
+	return c, true, err
 }
 
 // close stops every forwarded port, ends the connections in flight and

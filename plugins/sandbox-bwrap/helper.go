@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,8 +26,9 @@ const HelperArg = "__agenthost-bwrap-exec"
 // helperPlan is what the plugin tells the helper, as fixed positional
 // arguments after HelperArg (no parsing library for a private protocol).
 type helperPlan struct {
-	// pidFile, when not "-", receives the helper's pid (bwrap's, after
-	// exec) so the plugin can find the command's namespaces.
+	// pidFile, when not "-", receives the helper's execRecord (its pid is
+	// bwrap's after exec) so the plugin can find the command's namespaces
+	// and a relaunched plugin its session.
 	pidFile                           string
 	uid, gid                          int // -1: keep the plugin's
 	cpuS, fileSize, memory, processes uint64
@@ -98,7 +100,11 @@ func runHelper(argv []string) error {
 	// the kernel when the uid changes below; note the parent to re-arm it.
 	parent := os.Getppid()
 	if p.pidFile != "-" {
-		if err := os.WriteFile(p.pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		start, ok := dirfs.ProcStart(os.Getpid())
+		if !ok {
+			return fmt.Errorf("record pid: cannot read this process's start time from /proc")
+		}
+		if err := os.WriteFile(p.pidFile, []byte(execRecord{pid: os.Getpid(), start: start}.String()), 0o600); err != nil {
 			return fmt.Errorf("record pid: %w", err)
 		}
 	}

@@ -70,10 +70,18 @@ func reachableDir(t testing.TB) string {
 // returns its client; the process ends with the test.
 func launch(t testing.TB, binary string, args []string, cfg any) *sandbox.Client {
 	t.Helper()
+	c, _ := launchProcess(t, binary, args, nil, cfg)
+	return c
+}
+
+// launchProcess is launch with extra environment variables for the plugin,
+// also returning the plugin's process (to kill it as a crash would).
+func launchProcess(t testing.TB, binary string, args, env []string, cfg any) (*sandbox.Client, *os.Process) {
+	t.Helper()
 	raw, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	cmd := exec.Command(filepath.Join(binDir, binary), args...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
 		VersionedPlugins: sdk.HostPluginSet(),
@@ -93,7 +101,7 @@ func launch(t testing.TB, binary string, args []string, cfg any) *sandbox.Client
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, c.Configure(ctx, raw))
-	return c
+	return c, cmd.Process
 }
 
 // bwrapPlugin launches the bwrap plugin with network policy network and

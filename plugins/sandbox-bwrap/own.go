@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
 	"github.com/agenthost/agenthost/sdk/workspace/owned"
 )
 
@@ -20,34 +20,86 @@ import (
 // the plugin runs as root (owned.Owner.Active).
 func owner(c Config) owned.Owner { return owned.Owner{UID: c.UID, GID: c.GID} }
 
-// killRecorded SIGKILLs the commands recorded under a sandbox folder that
-// are still bwrap processes (a recorded pid may have been reused since).
-// A plugin relaunched after a crash does not track its predecessor's
-// commands; bwrap's --die-with-parent killed them already, this makes sure.
-func killRecorded(boxDir string) {
-	entries, _ := os.ReadDir(filepath.Join(boxDir, execsDir))
-	for _, e := range entries {
-		if pid, ok := recordedPid(filepath.Join(boxDir, execsDir, e.Name())); ok {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+// execRecord is what the exec helper writes to execs/<random> before it
+// execs bwrap, as "<pid> <start>": its pid, which is bwrap's after the
+// exec and the id of the session every process of the command starts in
+// (the helper leads it: dirfs starts commands with setsid, and bwrap runs
+// without --new-session), and its start time (dirfs.ProcStart), which
+// tells it from a later process given the same pid.
+type execRecord struct {
+	pid   int
+	start uint64
 }
 
-// recordedPid reads a pid file and checks that the pid still runs bwrap.
-func recordedPid(file string) (int, bool) {
+func (r execRecord) String() string { return fmt.Sprintf("%d %d", r.pid, r.start) }
+
+// readRecord reads an execRecord; ok is false for a file that holds none.
+func readRecord(file string) (r execRecord, ok bool) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return 0, false
+		return r, false
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		return 0, false
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return r, false
 	}
-	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-	if err != nil || filepath.Base(exe) != "bwrap" {
-		return 0, false
+	pid, err1 := strconv.Atoi(f[0])
+	start, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 1 {
+		return r, false
 	}
-	return pid, true
+	return execRecord{pid: pid, start: start}, true
+}
+
+// running reports whether the recorded process still runs (not only its
+// pid number, given to another process since).
+func (r execRecord) running() bool {
+	now, ok := dirfs.ProcStart(r.pid)
+	return ok && now == r.start
+}
+
+// killRecorded SIGKILLs what is left of the commands recorded under a
+// sandbox folder and removes their records: every process of each
+// command's session (dirfs.KillSession; uid is the host uid commands run
+// as). A relaunched plugin does not track its predecessor's commands.
+// Most died with it, through the helper's and bwrap's parent-death
+// signals, but not all: bwrap's pid-namespace init arms its own only some
+// time after bwrap creates it, and a plugin dying in between leaves it,
+// and so the whole sandbox, running. It never left the session.
+func killRecorded(boxDir string, uid int) int {
+	dir := filepath.Join(boxDir, execsDir)
+	entries, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range entries {
+		file := filepath.Join(dir, e.Name())
+		if r, ok := readRecord(file); ok {
+			n += dirfs.KillSession(r.pid, r.start, uid)
+		}
+		_ = os.Remove(file)
+	}
+	return n
+}
+
+// killLeftovers runs killRecorded for every sandbox under root but those
+// in skip (this process's own, whose commands are its own).
+func killLeftovers(root string, uid int, skip func(id string) bool) int {
+	entries, _ := os.ReadDir(root)
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || checkID(e.Name()) != nil || skip(e.Name()) {
+			continue
+		}
+		n += killRecorded(filepath.Join(root, e.Name()), uid)
+	}
+	return n
+}
+
+// commandUID is the host uid a sandbox's processes run as.
+func commandUID(c Config) int {
+	if os.Geteuid() == 0 {
+		return c.UID
+	}
+	return os.Getuid()
 }
 
 // removeTree removes a folder even where a command made parts of it

@@ -153,6 +153,23 @@ func readPid(t *testing.T, ws workspace.Workspace, path string) int {
 	return pid
 }
 
+// waitPid waits for a running command to have written its pid into the
+// workspace: the shell creates the file before it writes the pid, so the
+// file existing is not enough.
+func waitPid(t *testing.T, ws workspace.Workspace, path string) int {
+	t.Helper()
+	var pid int
+	require.Eventually(t, func() bool {
+		raw, _, err := ws.ReadFile(context.Background(), path, workspace.ReadOptions{})
+		if err != nil {
+			return false
+		}
+		_, err = fmt.Sscan(string(raw), &pid)
+		return err == nil && pid > 0
+	}, promptly, 20*time.Millisecond, "pid file %s", path)
+	return pid
+}
+
 func (k *kit) assertGone(t *testing.T, pid int, why string) {
 	t.Helper()
 	if k.opts.LocalProcesses {

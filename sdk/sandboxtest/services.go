@@ -31,7 +31,8 @@ func (k *kit) testServices(t *testing.T) {
 
 	// A well-behaved service: says where it listens, writes to its state
 	// folder, leaves on SIGTERM.
-	script := `echo $$ > pid; echo "port={port}"; echo kept > {state}/marker; trap 'echo bye; exit 0' TERM; while :; do sleep 0.1; done`
+	// The trap comes first: once the port line is out, SIGTERM is handled.
+	script := `trap 'echo bye; exit 0' TERM; echo $$ > pid; echo "port={port}"; echo kept > {state}/marker; while :; do sleep 0.1; done`
 	first, err := svc.StartService(ctx, workspace.ServiceSpec{Name: "web", Argv: []string{"sh", "-c", script}})
 	require.NoError(t, err)
 	assert.True(t, first.Started && first.Running)
@@ -74,8 +75,7 @@ func (k *kit) testServices(t *testing.T) {
 	stubborn := `echo $$ > pid2; trap '' TERM; while :; do sleep 0.1; done`
 	_, err = svc.StartService(ctx, workspace.ServiceSpec{Name: "stubborn", Argv: []string{"sh", "-c", stubborn}})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, err := ws.Stat(ctx, "pid2"); return err == nil }, promptly, 20*time.Millisecond)
-	pid2 := readPid(t, ws, "pid2")
+	pid2 := waitPid(t, ws, "pid2")
 	require.NoError(t, svc.StopService(ctx, "stubborn", 300*time.Millisecond))
 	si, err = svc.ServiceStatus(ctx, "stubborn")
 	require.NoError(t, err)
@@ -99,8 +99,7 @@ func (k *kit) testServices(t *testing.T) {
 	// Stopping the sandbox stops its services.
 	_, err = svc.StartService(ctx, workspace.ServiceSpec{Name: "left", Argv: []string{"sh", "-c", `echo $$ > pid3; exec sleep 300`}})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, err := ws.Stat(ctx, "pid3"); return err == nil }, promptly, 20*time.Millisecond)
-	pid3 := readPid(t, ws, "pid3")
+	pid3 := waitPid(t, ws, "pid3")
 	require.NoError(t, k.c.Stop(ctx, id))
 	k.assertGone(t, pid3, "a service survived its sandbox's stop")
 	_, err = svc.ServiceStatus(ctx, "left")

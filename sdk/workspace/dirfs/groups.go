@@ -158,14 +158,23 @@ func procStart(pid int) (uint64, bool) {
 	return st.start, ok
 }
 
+// ProcStart reads a process's start time from /proc/<pid>/stat (field 22,
+// clock ticks since boot). Together with the pid it names one process: a
+// later process given the same pid started later. ok is false when no
+// process has that pid.
+func ProcStart(pid int) (start uint64, ok bool) { return procStart(pid) }
+
 type stat struct {
+	state byte // 'Z' for a zombie
 	pgrp  int
+	sid   int
 	start uint64
 }
 
-// procStat reads a process's group (field 5) and start time (field 22)
-// from /proc/<pid>/stat. The command name (field 2) may hold spaces and
-// parentheses, so fields are counted from the last ')'.
+// procStat reads a process's state (field 3), group (field 5), session
+// (field 6) and start time (field 22) from /proc/<pid>/stat. The command
+// name (field 2) may hold spaces and parentheses, so fields are counted
+// from the last ')'.
 func procStat(pid int) (stat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -178,11 +187,12 @@ func procStat(pid int) (stat, bool) {
 	}
 	f := strings.Fields(s[i+1:])
 	// Fields after ')' begin at field 3 (state).
-	const pgrpField, startField = 5 - 3, 22 - 3
-	if len(f) <= startField {
+	const stateField, pgrpField, sidField, startField = 3 - 3, 5 - 3, 6 - 3, 22 - 3
+	if len(f) <= startField || len(f[stateField]) != 1 {
 		return stat{}, false
 	}
 	pgrp, err1 := strconv.Atoi(f[pgrpField])
-	start, err2 := strconv.ParseUint(f[startField], 10, 64)
-	return stat{pgrp: pgrp, start: start}, err1 == nil && err2 == nil
+	sid, err2 := strconv.Atoi(f[sidField])
+	start, err3 := strconv.ParseUint(f[startField], 10, 64)
+	return stat{state: f[stateField][0], pgrp: pgrp, sid: sid, start: start}, err1 == nil && err2 == nil && err3 == nil
 }

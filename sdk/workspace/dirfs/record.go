@@ -73,23 +73,108 @@ func killRecordedGroup(pgid int, start uint64) int {
 	}
 	// The leader is gone: find the group's members one by one.
 	uid := os.Getuid()
-	entries, _ := os.ReadDir("/proc")
-	sent := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	return killMembers(func(pid int, st stat) bool {
+		if st.pgrp != pgid || st.start < start {
+			return false
 		}
-		st, ok := procStat(pid)
-		if !ok || st.pgrp != pgid || st.start < start {
-			continue
+		fi, err := os.Stat("/proc/" + strconv.Itoa(pid))
+		return err == nil && int(fi.Sys().(*syscall.Stat_t).Uid) == uid
+	})
+}
+
+// KillSession SIGKILLs every process of the session that process sid led
+// when it started at start (ProcStart), and answers how many processes it
+// signalled. Session ids are process ids: a process that called setsid, as
+// every command does (LocalExec), leads a session of that number, which
+// everything it starts joins unless it makes a session of its own.
+//
+// It is for a plugin cleaning up after a crashed predecessor, when the
+// leader may be gone but not what it started. As for process groups (see
+// KillRecorded), Linux does not give the session's number to a new process
+// while the session has members, so a member that started no earlier than
+// the recorded leader is the leader's, unless the session emptied and the
+// number came round to a new session leader; to keep that case from
+// touching a stranger, with the leader gone only processes whose real uid
+// is uid (the uid commands run as) are killed. A session whose leader still
+// runs is killed whole if the leader's start time is the recorded one, and
+// not at all otherwise.
+func KillSession(sid int, start uint64, uid int) int {
+	if sid <= 1 {
+		return 0
+	}
+	now, alive := procStart(sid)
+	if alive && now != start {
+		return 0 // the number belongs to another process now
+	}
+	return killMembers(func(pid int, st stat) bool {
+		if st.sid != sid || st.start < start {
+			return false
 		}
-		if fi, err := os.Stat("/proc/" + e.Name()); err != nil || int(fi.Sys().(*syscall.Stat_t).Uid) != uid {
-			continue
+		if alive {
+			return true
 		}
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
-			sent++
+		ruid, ok := procRealUID(pid)
+		return ok && ruid == uid
+	})
+}
+
+// killPasses bounds how often killMembers scans /proc: a member may fork
+// while a pass runs, which the next pass finds. A few passes catch what a
+// command's processes fork as they die; a tree that forks faster than it
+// is killed is not the case this clean-up exists for.
+const killPasses = 5
+
+// killMembers SIGKILLs every live process (not a zombie) that member
+// selects, scanning /proc again until a pass finds nothing new, and
+// answers how many processes it signalled.
+func killMembers(member func(pid int, st stat) bool) int {
+	// pid → start time of the processes signalled, so a process still
+	// dying is not counted twice and a new one with its pid is not skipped.
+	signalled := map[int]uint64{}
+	for range killPasses {
+		entries, _ := os.ReadDir("/proc")
+		found := false
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			st, ok := procStat(pid)
+			if !ok || st.state == 'Z' || !member(pid, st) {
+				continue
+			}
+			if s, seen := signalled[pid]; seen && s == st.start {
+				continue
+			}
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				signalled[pid] = st.start
+				found = true
+			}
+		}
+		if !found {
+			break
 		}
 	}
-	return sent
+	return len(signalled)
+}
+
+// procRealUID reads a process's real uid from /proc/<pid>/status. Unlike
+// the owner of /proc/<pid>, it does not turn to root when a process stops
+// being dumpable (after a uid change, say).
+func procRealUID(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0, false
+			}
+			uid, err := strconv.Atoi(f[0])
+			return uid, err == nil
+		}
+	}
+	return 0, false
 }

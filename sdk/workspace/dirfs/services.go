@@ -43,9 +43,10 @@ type ServiceCommand struct {
 type WrapFunc func(cmd ServiceCommand) (argv, env []string, err error)
 
 // Services runs the long-lived processes of one workspace
-// (workspace.Services): each in its own process group, SIGKILLed if the
-// plugin dies, with a private state folder under stateDir and the tail of
-// its output kept for diagnostics. Close stops them all.
+// (workspace.Services): each in its own session and process group, without
+// a controlling terminal, SIGKILLed if the plugin dies, with a private
+// state folder under stateDir and the tail of its output kept for
+// diagnostics. Close stops them all.
 type Services struct {
 	root     string
 	stateDir string
@@ -167,7 +168,14 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 	tail := &tailBuffer{max: serviceTailBytes}
 	c := &exec.Cmd{
 		Path: path, Args: argv, Dir: dir, Env: env, Stdout: tail, Stderr: tail,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.runAs},
+		// A session of its own, as for commands (see runLocal): a service
+		// runs what a model asked for just as Exec does, so it must not
+		// have the host's controlling terminal to type into (TIOCSTI)
+		// or be hung up with it, and a wrapper that insists on leading
+		// its session (bwrap's exec helper) can wrap it. A session
+		// leader leads its process group too (pgid == pid), so the
+		// group kills of StopService and the records are unchanged.
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: s.runAs},
 		// Children left holding the output pipes must not hold Wait.
 		WaitDelay: time.Second,
 	}
