@@ -186,8 +186,10 @@ func procStat(pid int) (stat, bool) {
 		return stat{}, false
 	}
 	f := strings.Fields(s[i+1:])
-	// Fields after ')' begin at field 3 (state).
-	const stateField, pgrpField, sidField, startField = 3 - 3, 5 - 3, 6 - 3, 22 - 3
+	// Fields after ')' begin at field 3 (state): the n-th field of
+	// proc(5) is at index n-first.
+	const first = 3
+	const stateField, pgrpField, sidField, startField = 3 - first, 5 - first, 6 - first, 22 - first
 	if len(f) <= startField || len(f[stateField]) != 1 {
 		return stat{}, false
 	}
