@@ -3,7 +3,6 @@
 package bwrap
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,13 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agenthost/agenthost/sdk"
-	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/plugintest"
 	"github.com/agenthost/agenthost/sdk/sandbox"
-	"github.com/hashicorp/go-hclog"
-	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,26 +77,7 @@ func launchProcess(t testing.TB, binary string, args, env []string, cfg any) (*s
 	require.NoError(t, err)
 	cmd := exec.Command(filepath.Join(binDir, binary), args...)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
-	client := goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  plugin.Handshake,
-		VersionedPlugins: sdk.HostPluginSet(),
-		Cmd:              cmd,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
-		GRPCDialOptions:  plugin.GRPCDialOptions(),
-	})
-	t.Cleanup(client.Kill)
-	rpc, err := client.Client()
-	require.NoError(t, err)
-	d, err := rpc.Dispense(string(plugin.KindSandbox))
-	require.NoError(t, err)
-	c := d.(*sandbox.Client)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, c.Configure(ctx, raw))
-	return c, cmd.Process
+	return plugintest.SandboxBinary(t, cmd, raw)
 }
 
 // bwrapPlugin launches the bwrap plugin with network policy network and

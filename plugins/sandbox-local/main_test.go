@@ -1,7 +1,6 @@
 package local
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,13 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/agenthost/agenthost/sdk"
-	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/plugintest"
 	"github.com/agenthost/agenthost/sdk/sandbox"
-	"github.com/hashicorp/go-hclog"
-	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,26 +57,8 @@ func launch(t testing.TB, cfg Config, env []string, cred *syscall.Credential) pl
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
-	client := goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  plugin.Handshake,
-		VersionedPlugins: sdk.HostPluginSet(),
-		Cmd:              cmd,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		Logger:           hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}),
-		GRPCDialOptions:  plugin.GRPCDialOptions(),
-	})
-	t.Cleanup(client.Kill)
-	rpc, err := client.Client()
-	require.NoError(t, err)
-	d, err := rpc.Dispense(string(plugin.KindSandbox))
-	require.NoError(t, err)
-	c := d.(*sandbox.Client)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	require.NoError(t, c.Configure(ctx, raw))
-	return pluginProc{Client: c, pid: client.ReattachConfig().Pid}
+	c, proc := plugintest.SandboxBinary(t, cmd, raw)
+	return pluginProc{Client: c, pid: proc.Pid}
 }
 
 // markerPids lists the live (not zombie) processes with marker in their
