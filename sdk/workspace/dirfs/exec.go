@@ -145,9 +145,9 @@ func runLocal(ctx context.Context, limits ExecLimits, groups *Groups, root, dir 
 		// terminal the host was started from (TIOCSTI). Wrappers such as
 		// bwrap then need no setsid of their own, which would take part
 		// of the tree out of the group the kills reach. Go applies
-		// Pdeathsig after the credentials: the kernel clears it on a uid
-		// change.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: limits.RunAs},
+		// Pdeathsig (Linux) after the credentials: the kernel clears it
+		// on a uid change.
+		SysProcAttr: withDeathSignal(&syscall.SysProcAttr{Setsid: true, Credential: limits.RunAs}),
 		// Only stdin is copied by exec now; do not let a background
 		// process that never reads it hold Wait.
 		WaitDelay: outputGrace,
@@ -179,8 +179,9 @@ func runLocal(ctx context.Context, limits ExecLimits, groups *Groups, root, dir 
 	}
 	// The child may run a moment before these apply; what it forks after
 	// inherits them. Best effort: failing here must not fail the command.
-	_ = unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: limits.FileSize, Max: limits.FileSize}, nil)
-	_ = unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: limits.CPUSeconds, Max: limits.CPUSeconds}, nil)
+	// (Not on macOS, which cannot limit another process: see sys_darwin.go.)
+	setRlimit(pid, unix.RLIMIT_FSIZE, limits.FileSize)
+	setRlimit(pid, unix.RLIMIT_CPU, limits.CPUSeconds)
 
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()

@@ -3,8 +3,6 @@ package dirfs
 import (
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -22,8 +20,8 @@ type Groups struct {
 	RecordDir string
 
 	mu sync.Mutex
-	// pgid → start time of the group leader (clock ticks since boot, from
-	// /proc; 0 when unknown), to tell our group from a reused pid number.
+	// pgid → start time of the group leader (procStart; 0 when unknown,
+	// as always off Linux), to tell our group from a reused pid number.
 	pgids  map[int]uint64
 	closed bool
 	drains sync.WaitGroup
@@ -150,39 +148,4 @@ func closeAll(cs []io.Closer) {
 	for _, c := range cs {
 		_ = c.Close()
 	}
-}
-
-// procStart reads a process's start time (clock ticks since boot).
-func procStart(pid int) (uint64, bool) {
-	st, ok := procStat(pid)
-	return st.start, ok
-}
-
-type stat struct {
-	pgrp  int
-	start uint64
-}
-
-// procStat reads a process's group (field 5) and start time (field 22)
-// from /proc/<pid>/stat. The command name (field 2) may hold spaces and
-// parentheses, so fields are counted from the last ')'.
-func procStat(pid int) (stat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return stat{}, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return stat{}, false
-	}
-	f := strings.Fields(s[i+1:])
-	// Fields after ')' begin at field 3 (state).
-	const pgrpField, startField = 5 - 3, 22 - 3
-	if len(f) <= startField {
-		return stat{}, false
-	}
-	pgrp, err1 := strconv.Atoi(f[pgrpField])
-	start, err2 := strconv.ParseUint(f[startField], 10, 64)
-	return stat{pgrp: pgrp, start: start}, err1 == nil && err2 == nil
 }

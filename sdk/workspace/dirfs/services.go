@@ -167,7 +167,7 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 	tail := &tailBuffer{max: serviceTailBytes}
 	c := &exec.Cmd{
 		Path: path, Args: argv, Dir: dir, Env: env, Stdout: tail, Stderr: tail,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.runAs},
+		SysProcAttr: withDeathSignal(&syscall.SysProcAttr{Setpgid: true, Credential: s.runAs}),
 		// Children left holding the output pipes must not hold Wait.
 		WaitDelay: time.Second,
 	}
@@ -180,7 +180,7 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 		start, _ := procStart(pid)
 		_ = writeRecord(s.record, pid, start)
 	}
-	_ = unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: s.fileSize, Max: s.fileSize}, nil)
+	setRlimit(pid, unix.RLIMIT_FSIZE, s.fileSize)
 	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), info: workspace.ServiceInfo{
 		Name: spec.Name, Running: true, Port: port, StartedAt: time.Now(),
 	}}
