@@ -23,6 +23,7 @@ import (
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/host/version"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/workspace"
@@ -48,6 +49,10 @@ func main() {
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
 	_ = fs.Parse(os.Args[1:])
 	args := fs.Args()
+	if len(args) == 1 && args[0] == "version" { // needs no config
+		fmt.Println("agenthost", version.String())
+		return
+	}
 	cfg, err := config.Load(*cfgFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
