@@ -49,7 +49,7 @@ type ExecLimits struct {
 	Timeout     time.Duration
 	OutputLimit int64
 	// FileSize and CPUSeconds are rlimits applied to the started process
-	// (and inherited by what it starts).
+	// (and inherited by what it starts). Linux only: macOS has no prlimit.
 	FileSize   uint64
 	CPUSeconds uint64
 	// RunAs, when set, is the uid/gid (and groups) commands run as; the
@@ -79,9 +79,9 @@ func (l ExecLimits) withDefaults() ExecLimits {
 // plugin's user. Each command gets its own session and process group, with
 // no controlling terminal (a timeout or a cancelled ctx SIGKILLs the whole
 // group; groups records it so Close can kill what it left in the
-// background), SIGKILL if the plugin dies, an
+// background), SIGKILL if the plugin dies (Linux), an
 // environment of only PATH=SandboxPATH, HOME=<workspace root>, LANG=C.UTF-8
-// and req.Env, CPU and file-size rlimits, a wall-clock timeout (TimedOut)
+// and req.Env, CPU and file-size rlimits (Linux), a wall-clock timeout (TimedOut)
 // and a cap on stdout+stderr together (OutputTruncated). Output streams to
 // req.Stdout/req.Stderr as it is produced.
 //
