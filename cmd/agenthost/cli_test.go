@@ -142,3 +142,11 @@ func TestLegacySingleDashFlags(t *testing.T) {
 		[]string{"--config", "h.hcl", "tokens", "create", "--tenant=a", "--scopes", "admin", "-h", "--", "-name"},
 		legacySingleDash([]string{"-config", "h.hcl", "tokens", "create", "-tenant=a", "-scopes", "admin", "-h", "--", "-name"}))
 }
+
+// TestVersion: `agenthost version` prints the build's stamped version
+// (make build sets it; a plain go build says dev) and needs no config.
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "version")
+	assert.Equal(t, 0, code)
+	assert.Regexp(t, `^agenthost \S+ \(go1\.\S+ \w+/\w+\)\n$`, out)
+}

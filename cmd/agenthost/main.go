@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/version"
 	"github.com/alecthomas/kong"
 	"github.com/hashicorp/go-hclog"
 )
@@ -38,6 +39,16 @@ type cli struct {
 	Plugins pluginsCmd `cmd:"" help:"Inspect the configured plugins."`
 	Migrate migrateCmd `cmd:"" help:"Manage the database schema (the host migrates up by itself at start)."`
 	Tokens  tokensCmd  `cmd:"" help:"Manage API tokens."`
+	Version versionCmd `cmd:"" help:"Print this agenthost's version (stamped at build time by make)."`
+}
+
+// versionCmd prints the build's version; it needs no configuration.
+type versionCmd struct{}
+
+// Run prints the version.
+func (versionCmd) Run(g *globals) error {
+	_, err := fmt.Fprintln(g.stdout, "agenthost "+version.String())
+	return err
 }
 
 type pluginsCmd struct {

@@ -36,25 +36,6 @@ func eachDialectBwrap(t *testing.T, fn func(e *env)) {
 	}
 }
 
-// payloads returns the payloads of a run's events of one type.
-func (e *env) payloads(app, runID, event string) []string {
-	e.t.Helper()
-	var page struct {
-		Items []struct {
-			Event   string          `json:"event"`
-			Payload json.RawMessage `json:"payload"`
-		} `json:"items"`
-	}
-	require.Equal(e.t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+runID+"/events?limit=500", nil, &page))
-	var out []string
-	for _, it := range page.Items {
-		if it.Event == event {
-			out = append(out, string(it.Payload))
-		}
-	}
-	return out
-}
-
 // allowNext waits for the run's next permission request and allows it.
 func (e *env) allowNext(app, runID string) {
 	e.t.Helper()

@@ -244,3 +244,23 @@ func newZip(t testing.TB, files map[string]string) []byte {
 	require.NoError(t, w.Close())
 	return buf.Bytes()
 }
+
+// payloads returns the payloads of a run's events of one type. (Here, not
+// in the Linux-only bwrap_swap_test.go, because tests on every OS use it.)
+func (e *env) payloads(app, runID, event string) []string {
+	e.t.Helper()
+	var page struct {
+		Items []struct {
+			Event   string          `json:"event"`
+			Payload json.RawMessage `json:"payload"`
+		} `json:"items"`
+	}
+	require.Equal(e.t, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+runID+"/events?limit=500", nil, &page))
+	var out []string
+	for _, it := range page.Items {
+		if it.Event == event {
+			out = append(out, string(it.Payload))
+		}
+	}
+	return out
+}

@@ -116,8 +116,8 @@ func (m *Manager) launch(ctx context.Context, inst *instance) error {
 	cmd := exec.Command(path, c.Args...)
 	cmd.Env = m.env(c)
 	// Own process group so shutdown can sweep it; SIGKILL when the host dies
-	// so no plugin outlives a crashed host.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// so no plugin outlives a crashed host (Linux only: see launch_other.go).
+	cmd.SysProcAttr = withDeathSignal(&syscall.SysProcAttr{Setpgid: true})
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
 		VersionedPlugins: sdk.HostPluginSet(),

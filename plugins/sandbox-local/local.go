@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -139,6 +140,9 @@ func withDefaults(c Config) (Config, error) {
 		c.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if !dropping() {
+		if (c.UIDBase != 0 || c.UIDCount != 0) && !sandboxUIDs {
+			return c, plugin.Errorf(plugin.CodeInvalidArgument, "uid_base", "uid_base and uid_count need Linux; on %s commands run as the plugin's own uid", runtime.GOOS)
+		}
 		if c.UIDBase != 0 || c.UIDCount != 0 {
 			return c, plugin.Errorf(plugin.CodeInvalidArgument, "uid_base", "uid_base and uid_count need the plugin to run as root; it runs as uid %d and its commands run as that uid", os.Geteuid())
 		}
@@ -212,7 +216,7 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 	if dropping() {
 		p.log.Info("configured", "root", c.Root, "isolation", isolation(), "uid_base", c.UIDBase, "uid_count", c.UIDCount)
 	} else {
-		p.log.Warn("configured; commands run as the plugin's own user and can read everything it can (its environment, the host's files, other sandboxes) and signal the host: run the plugin as root for per-sandbox uids, or use the bwrap backend",
+		p.log.Warn("configured; commands run as the plugin's own user and can read everything it can (its environment, the host's files, other sandboxes) and signal the host: "+isolationHint,
 			"root", c.Root, "isolation", isolation(), "uid", os.Geteuid())
 	}
 	return nil

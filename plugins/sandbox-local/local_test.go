@@ -61,7 +61,7 @@ func TestInfo(t *testing.T) {
 	assert.Equal(t, "0.1.0", info.Version)
 	assert.Equal(t, plugin.APIVersion, info.APIVersion)
 	want := plugin.IsolationNone
-	if os.Geteuid() == 0 {
+	if dropping() {
 		want = plugin.IsolationUID
 	}
 	assert.Equal(t, want, info.Capabilities[plugin.CapabilityIsolation], "root drops to sandbox uids; another user cannot")
@@ -87,7 +87,7 @@ func TestConfigure(t *testing.T) {
 		{"every key", `{"root":"` + dir + `/r","exec_timeout_s":5,"output_limit_bytes":10,"max_file_bytes":20,"exec_cpu_s":30,"exec_file_size_bytes":40}`, "",
 			func(t *testing.T, c Config) {
 				want := Config{Root: dir + "/r", ExecTimeoutS: 5, OutputLimitBytes: 10, MaxFileBytes: 20, ExecCPUS: 30, ExecFileSizeBytes: 40}
-				if os.Geteuid() == 0 {
+				if dropping() {
 					want.UIDBase, want.UIDCount = DefaultUIDBase, DefaultUIDCount
 				}
 				assert.Equal(t, want, c)
@@ -200,7 +200,7 @@ func TestHealthAndPorts(t *testing.T) {
 	root := filepath.Join(reachableDir(t), "sandboxes")
 	p := configured(t, root)
 	assert.True(t, p.Health(ctx).Healthy, p.Health(ctx).Reason)
-	if os.Geteuid() == 0 {
+	if dropping() {
 		// Commands run as sandbox uids, which cannot pass a 0700 folder.
 		closed := configured(t, filepath.Join(t.TempDir(), "sandboxes"))
 		h := closed.Health(ctx)
@@ -244,7 +244,7 @@ func TestLeftoversAreSwept(t *testing.T) {
 // the sandbox uids' reach; the plugin moves it under FallbackRootDir and
 // its commands run.
 func TestUnreachableDefaultRootFallsBack(t *testing.T) {
-	if os.Geteuid() != 0 {
+	if !dropping() {
 		t.Skip("only a root plugin runs commands as other uids")
 	}
 	ctx := context.Background()

@@ -36,8 +36,10 @@ const (
 func uidRange(c Config) (lo, hi int) { return c.UIDBase, c.UIDBase + c.UIDCount }
 
 // dropping reports whether commands run as sandbox uids: only a root
-// plugin can switch uid; any other runs them as itself.
-func dropping() bool { return os.Geteuid() == 0 }
+// plugin can switch uid; any other runs them as itself. Off Linux none
+// does: the uid is how Stop finds a sandbox's processes, through /proc
+// (owned.KillUIDs).
+func dropping() bool { return sandboxUIDs && os.Geteuid() == 0 }
 
 // isolation is what Info reports; it cannot wait for Configure, which the
 // host calls after reading Info.

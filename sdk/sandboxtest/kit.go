@@ -31,8 +31,8 @@ import (
 // Options say what the kit may assume about the backend.
 type Options struct {
 	// LocalProcesses: the sandbox's processes run on this machine in this
-	// pid namespace, so the kit can check through /proc that a timeout, a
-	// cancel and Stop really kill them. Leave it false for a backend on
+	// pid namespace, so the kit can check (through /proc on Linux) that a
+	// timeout, a cancel and Stop really kill them. Leave it false for a backend on
 	// another machine or in its own pid namespace.
 	LocalProcesses bool
 }
@@ -129,17 +129,6 @@ func code(t *testing.T, err error, want string, msgAndArgs ...any) bool {
 		return true
 	}
 	return assert.Fail(t, fmt.Sprintf("want error code %s, got %v", want, err), msgAndArgs...)
-}
-
-// processGone reports whether pid has ended: no /proc entry, or a zombie
-// waiting for a reaper (in a container pid 1 may never reap it).
-func processGone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	return strings.HasPrefix(s[strings.LastIndexByte(s, ')')+1:], " Z")
 }
 
 // readPid reads a pid a command wrote into the workspace.

@@ -49,7 +49,7 @@ type ExecLimits struct {
 	Timeout     time.Duration
 	OutputLimit int64
 	// FileSize and CPUSeconds are rlimits applied to the started process
-	// (and inherited by what it starts).
+	// (and inherited by what it starts). Linux only: macOS has no prlimit.
 	FileSize   uint64
 	CPUSeconds uint64
 	// RunAs, when set, is the uid/gid (and groups) commands run as; the
@@ -79,9 +79,9 @@ func (l ExecLimits) withDefaults() ExecLimits {
 // plugin's user. Each command gets its own session and process group, with
 // no controlling terminal (a timeout or a cancelled ctx SIGKILLs the whole
 // group; groups records it so Close can kill what it left in the
-// background), SIGKILL if the plugin dies, an
+// background), SIGKILL if the plugin dies (Linux), an
 // environment of only PATH=SandboxPATH, HOME=<workspace root>, LANG=C.UTF-8
-// and req.Env, CPU and file-size rlimits, a wall-clock timeout (TimedOut)
+// and req.Env, CPU and file-size rlimits (Linux), a wall-clock timeout (TimedOut)
 // and a cap on stdout+stderr together (OutputTruncated). Output streams to
 // req.Stdout/req.Stderr as it is produced.
 //
@@ -145,9 +145,9 @@ func runLocal(ctx context.Context, limits ExecLimits, groups *Groups, root, dir 
 		// terminal the host was started from (TIOCSTI). Wrappers such as
 		// bwrap then need no setsid of their own, which would take part
 		// of the tree out of the group the kills reach. Go applies
-		// Pdeathsig after the credentials: the kernel clears it on a uid
-		// change.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: limits.RunAs},
+		// Pdeathsig (Linux) after the credentials: the kernel clears it
+		// on a uid change.
+		SysProcAttr: withDeathSignal(&syscall.SysProcAttr{Setsid: true, Credential: limits.RunAs}),
 		// Only stdin is copied by exec now; do not let a background
 		// process that never reads it hold Wait.
 		WaitDelay: outputGrace,
@@ -179,8 +179,9 @@ func runLocal(ctx context.Context, limits ExecLimits, groups *Groups, root, dir 
 	}
 	// The child may run a moment before these apply; what it forks after
 	// inherits them. Best effort: failing here must not fail the command.
-	_ = unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: limits.FileSize, Max: limits.FileSize}, nil)
-	_ = unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: limits.CPUSeconds, Max: limits.CPUSeconds}, nil)
+	// (Not on macOS, which cannot limit another process: see sys_darwin.go.)
+	setRlimit(pid, unix.RLIMIT_FSIZE, limits.FileSize)
+	setRlimit(pid, unix.RLIMIT_CPU, limits.CPUSeconds)
 
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()

@@ -441,9 +441,9 @@ func (f *FS) Remove(_ context.Context, p string, recursive bool) error {
 }
 
 // Rename moves a file, symlink or folder, creating the target's parents. The
-// target must not exist (plugin.CodeAlreadyExists); on Linux the check and
-// the move are one step (RENAME_NOREPLACE), so a concurrent writer cannot be
-// overwritten.
+// target must not exist (plugin.CodeAlreadyExists); on Linux and macOS the
+// check and the move are one step (RENAME_NOREPLACE, RENAME_EXCL), so a
+// concurrent writer cannot be overwritten.
 func (f *FS) Rename(_ context.Context, from, to string) error {
 	src, err := f.resolve(from, false)
 	if err != nil {
@@ -483,8 +483,7 @@ func (f *FS) Rename(_ context.Context, from, to string) error {
 }
 
 // renameNoReplace renames within r without replacing an existing target,
-// using renameat2 on folders opened through r. Filesystems without
-// RENAME_NOREPLACE fall back to a plain rename after the caller's check.
+// through renameAt (sys_*.go) on folders opened through r.
 func renameNoReplace(r *os.Root, src, dst, from, to string) error {
 	sd, err := r.Open(path.Dir(src))
 	if err != nil {
@@ -496,16 +495,7 @@ func renameNoReplace(r *os.Root, src, dst, from, to string) error {
 		return mapErr(to, err)
 	}
 	defer dd.Close()
-	err = unix.Renameat2(int(sd.Fd()), path.Base(src), int(dd.Fd()), path.Base(dst), unix.RENAME_NOREPLACE)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS):
-		return mapErr(from, r.Rename(src, dst))
-	case errors.Is(err, unix.EEXIST):
-		return plugin.Errorf(plugin.CodeAlreadyExists, to, "%q already exists", to)
-	}
-	return mapErr(from, err)
+	return renameAt(r, sd, dd, src, dst, from, to)
 }
 
 // Exec runs a command through the backend's ExecFunc, in req.Dir confined

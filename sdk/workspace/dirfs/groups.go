@@ -3,8 +3,6 @@ package dirfs
 import (
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 )
@@ -22,8 +20,8 @@ type Groups struct {
 	RecordDir string
 
 	mu sync.Mutex
-	// pgid → start time of the group leader (clock ticks since boot, from
-	// /proc; 0 when unknown), to tell our group from a reused pid number.
+	// pgid → start time of the group leader (procStart; 0 when unknown,
+	// as always off Linux), to tell our group from a reused pid number.
 	pgids  map[int]uint64
 	closed bool
 	drains sync.WaitGroup
@@ -152,49 +150,8 @@ func closeAll(cs []io.Closer) {
 	}
 }
 
-// procStart reads a process's start time (clock ticks since boot).
-func procStart(pid int) (uint64, bool) {
-	st, ok := procStat(pid)
-	return st.start, ok
-}
-
 // ProcStart reads a process's start time from /proc/<pid>/stat (field 22,
 // clock ticks since boot). Together with the pid it names one process: a
 // later process given the same pid started later. ok is false when no
-// process has that pid.
+// process has that pid (always, off Linux).
 func ProcStart(pid int) (start uint64, ok bool) { return procStart(pid) }
-
-type stat struct {
-	state byte // 'Z' for a zombie
-	pgrp  int
-	sid   int
-	start uint64
-}
-
-// procStat reads a process's state (field 3), group (field 5), session
-// (field 6) and start time (field 22) from /proc/<pid>/stat. The command
-// name (field 2) may hold spaces and parentheses, so fields are counted
-// from the last ')'.
-func procStat(pid int) (stat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return stat{}, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return stat{}, false
-	}
-	f := strings.Fields(s[i+1:])
-	// Fields after ')' begin at field 3 (state): the n-th field of
-	// proc(5) is at index n-first.
-	const first = 3
-	const stateField, pgrpField, sidField, startField = 3 - first, 5 - first, 6 - first, 22 - first
-	if len(f) <= startField || len(f[stateField]) != 1 {
-		return stat{}, false
-	}
-	pgrp, err1 := strconv.Atoi(f[pgrpField])
-	sid, err2 := strconv.Atoi(f[sidField])
-	start, err3 := strconv.ParseUint(f[startField], 10, 64)
-	return stat{state: f[stateField][0], pgrp: pgrp, sid: sid, start: start}, err1 == nil && err2 == nil && err3 == nil
-}

@@ -40,7 +40,7 @@ func statKey(fi fs.FileInfo) (mtime, ctime int64, ino uint64, ok bool) {
 	if !ok {
 		return 0, 0, 0, false
 	}
-	return fi.ModTime().UnixNano(), time.Unix(st.Ctim.Unix()).UnixNano(), st.Ino, true
+	return fi.ModTime().UnixNano(), changeTime(st).UnixNano(), st.Ino, true
 }
 
 // get returns the cached hash of rel if fi still matches.

@@ -175,7 +175,7 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 		// its session (bwrap's exec helper) can wrap it. A session
 		// leader leads its process group too (pgid == pid), so the
 		// group kills of StopService and the records are unchanged.
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL, Credential: s.runAs},
+		SysProcAttr: withDeathSignal(&syscall.SysProcAttr{Setsid: true, Credential: s.runAs}),
 		// Children left holding the output pipes must not hold Wait.
 		WaitDelay: time.Second,
 	}
@@ -188,7 +188,7 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 		start, _ := procStart(pid)
 		_ = writeRecord(s.record, pid, start)
 	}
-	_ = unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: s.fileSize, Max: s.fileSize}, nil)
+	setRlimit(pid, unix.RLIMIT_FSIZE, s.fileSize)
 	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), info: workspace.ServiceInfo{
 		Name: spec.Name, Running: true, Port: port, StartedAt: time.Now(),
 	}}

@@ -1,10 +1,9 @@
-//go:build linux
-
 // Package owned hands a dirfs workspace to an unprivileged uid, so that a
 // plugin running as root can run its commands as that uid: what the file
 // API writes (as root) is chowned to the uid, folders are checked to be
-// reachable by it, and processes of a uid can be found and killed. The
-// local and bwrap sandbox backends share it.
+// reachable by it, and processes of a uid can be found and killed (Linux
+// only: KillUIDs reads /proc). The local and bwrap sandbox backends share
+// it.
 package owned
 
 import (
