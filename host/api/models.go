@@ -149,6 +149,10 @@ func (s *Server) createModel(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	if err := s.defaultIfNone(ctx, m); err != nil {
+		_ = c.Error(err)
+		return
+	}
 	// The same is_default a GET right after would show: with no default
 	// set, the first model a tenant sees is its default.
 	def, err := s.resolveDefault(ctx, p.TenantID)
@@ -201,6 +205,28 @@ func (s *Server) setDefaultModel(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"model_id": m.ID, "scope": map[bool]string{true: "global", false: "tenant"}[target == ""]})
+}
+
+// defaultIfNone makes a new active model the default of its scope when
+// runs would otherwise fall back to "the first model they can see": a
+// global model when there is no global default, a tenant's when neither
+// its tenant nor the platform has one. Creation order then decides, not
+// which of two models made in the same millisecond has the smaller id.
+func (s *Server) defaultIfNone(ctx context.Context, m store.Model) error {
+	if !m.Active {
+		return nil
+	}
+	scopes := []string{""}
+	if m.TenantID != "" {
+		scopes = []string{m.TenantID, ""}
+	}
+	for _, scope := range scopes {
+		id, err := s.deps.Store.DefaultModelID(ctx, scope)
+		if err != nil || id != "" {
+			return err
+		}
+	}
+	return s.deps.Store.SetDefaultModel(ctx, m.TenantID, m.ID)
 }
 
 // resolveDefault picks the model a run gets when it names none: the
