@@ -66,7 +66,10 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 			return o.runEngine(ctx, ar, ref), ref
 		}
 		sandboxID = newSandboxID(key)
-		if planned := run.SandboxID; strings.HasPrefix(planned, "sbx_"+key+"_") && !o.warmHolds(planned) {
+		// Only a run Start just created (sandbox still "starting"): a run
+		// continued after a host restart names its old sandbox, whose
+		// folder may still be there.
+		if planned := run.SandboxID; run.SandboxStatus == SandboxStarting && strings.HasPrefix(planned, "sbx_"+key+"_") && !o.warmHolds(planned) {
 			// The id the run was created with, when it was not the
 			// chat's warm sandbox (that one went to another run).
 			sandboxID = planned
