@@ -330,14 +330,21 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	if resultRevision != "" {
 		payload["result_revision_id"] = resultRevision
 	}
+	ar.mu.Lock()
+	keepWarm := ar.warm != nil && (out.status == core.RunCompleted || out.status == core.RunCancelled)
+	ar.mu.Unlock()
+	// A chat's sandbox goes back to the pool before the terminal event: a
+	// client starts the chat's next run the moment it sees that event, and
+	// that run must find the sandbox idle, not still held by this one (it
+	// would get a fresh sandbox, and two would race back into the pool).
+	// Nothing of this run touches the sandbox any more: the engine has
+	// returned, its workspace lease is revoked and the result is applied.
+	o.releaseWarm(ar, keepWarm)
 	if err := o.emitWith(ctx, ar, NewEvent{Type: typ, Diagnostics: out.diagnostics}, payload); err != nil {
 		o.log.Error("emit terminal event", "run", run.ID, "error", err)
 	}
 	now := time.Now().UTC()
 	ar.mark("total", now.Sub(ar.run.CreatedAt))
-	ar.mu.Lock()
-	keepWarm := ar.warm != nil && (out.status == core.RunCompleted || out.status == core.RunCancelled)
-	ar.mu.Unlock()
 	final := func(r *core.Run) {
 		r.ErrorCode, r.ErrorMessage, r.OutputText, r.FinishedAt = out.code, out.msg, output, &now
 		r.InputTokens, r.OutputTokens = inTok, outTok
@@ -375,20 +382,10 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	done := ar.done
 	ar.mu.Unlock()
 	close(done)
-	// The run's outcome is recorded; releasing the sandbox is housekeeping
-	// that a slow or stuck backend must not hold the run hostage to. A
-	// chat's sandbox stays warm after a completed or cancelled run; after a
-	// failure it may be in any state, so it goes.
-	ar.mu.Lock()
-	key, warm := ar.warmKey, ar.warm
-	ar.mu.Unlock()
-	if warm != nil {
-		if keepWarm {
-			warm.revision = warmRevision(ar)
-			o.keepWarm(key, warm)
-			return
-		}
-		o.dropWarm(key, warm)
+	// The run's outcome is recorded; stopping the sandbox is housekeeping
+	// that a slow or stuck backend must not hold the run hostage to.
+	if keepWarm {
+		return
 	}
 	if ref != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
@@ -397,6 +394,24 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 			o.log.Warn("stop sandbox", "run", run.ID, "sandbox", ref.id, "error", err)
 		}
 	}
+}
+
+// releaseWarm hands a finishing run's chat sandbox back to the pool when
+// keep is set (a completed or cancelled run), else forgets it: after a
+// failure it may be in any state, so finish stops it.
+func (o *Orchestrator) releaseWarm(ar *activeRun, keep bool) {
+	ar.mu.Lock()
+	key, warm := ar.warmKey, ar.warm
+	ar.mu.Unlock()
+	if warm == nil {
+		return
+	}
+	if keep {
+		warm.revision = warmRevision(ar)
+		o.keepWarm(key, warm)
+		return
+	}
+	o.dropWarm(key, warm)
 }
 
 // reuseWarm takes the chat's warm sandbox for the run, refreshed to the run's
