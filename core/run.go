@@ -47,6 +47,20 @@ func CanTransition(from, to RunStatus) bool {
 	return false
 }
 
+// Sources returns the states a run may be in to become to: those with a
+// transition to it, and to itself (a change that keeps the state, such as
+// recording a running run's sandbox). A store writes a status change only
+// while the run is in one of them, in the same statement.
+func Sources(to RunStatus) []RunStatus {
+	out := []RunStatus{to}
+	for _, from := range []RunStatus{RunQueued, RunRunning, RunPaused} {
+		if from != to && CanTransition(from, to) {
+			out = append(out, from)
+		}
+	}
+	return out
+}
+
 // CheckTransition returns an error naming both states when the transition is
 // not allowed.
 func CheckTransition(from, to RunStatus) error {

@@ -521,22 +521,21 @@ func (o *Orchestrator) emitClosing(ctx context.Context, ar *activeRun, ev NewEve
 	return err
 }
 
-// setStatus records a state change, refusing illegal transitions.
+// setStatus records a state change, refusing illegal transitions. The run's
+// row is written from the orchestrator's copy in one conditional statement
+// (the stored status must allow the change): the orchestrator is the only
+// writer of a run it executes, so there is nothing to read first.
 func (o *Orchestrator) setStatus(ctx context.Context, ar *activeRun, to core.RunStatus, mutate func(*core.Run)) error {
-	updated, err := o.runs.UpdateRun(context.WithoutCancel(ctx), ar.run.ID, func(r *core.Run) error {
-		if r.Status != to {
-			if err := core.CheckTransition(r.Status, to); err != nil {
-				return err
-			}
-		}
-		r.Status = to
-		r.UpdatedAt = time.Now().UTC()
-		if mutate != nil {
-			mutate(r)
-		}
-		r.Context = ar.withTimings(r.Context)
-		return nil
-	})
+	ar.mu.Lock()
+	next := *ar.run
+	ar.mu.Unlock()
+	next.Status = to
+	next.UpdatedAt = time.Now().UTC()
+	if mutate != nil {
+		mutate(&next)
+	}
+	next.Context = ar.withTimings(next.Context)
+	updated, err := o.runs.TransitionRun(context.WithoutCancel(ctx), &next, core.Sources(to))
 	if err != nil {
 		return err
 	}

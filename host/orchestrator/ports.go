@@ -22,6 +22,10 @@ type RunStore interface {
 	CreateRun(ctx context.Context, r *core.Run) error
 	GetRun(ctx context.Context, id string) (*core.Run, error)
 	UpdateRun(ctx context.Context, id string, fn func(*core.Run) error) (*core.Run, error)
+	// TransitionRun writes r whole, in one step, only while the stored run
+	// is in one of the from states, and returns what was stored; a run in
+	// another state gets CodeInvalidRunTransition.
+	TransitionRun(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error)
 	// SaveEngineState records an engine's state and, when work is not nil,
 	// the run's working files as of that state (nil: unchanged).
 	SaveEngineState(ctx context.Context, runID string, state []byte, work []sandbox.File) error

@@ -177,6 +177,50 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*core.Run) err
 	return out, err
 }
 
+// TransitionRun writes r (its status and every field that changes during
+// a run's life) in one conditional statement: only while the stored run is
+// in one of the from states, and it returns the stored result. A run in
+// another state is left alone and answered with CodeInvalidRunTransition
+// naming both states; a missing one with ErrNotFound. It is the hot path's
+// status change: no read-then-write transaction, no row held locked
+// between round trips. The caller owns the run's row (the orchestrator,
+// for a run it executes), so writing its fields whole loses nothing.
+func (s *Store) TransitionRun(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error) {
+	if len(from) == 0 {
+		return nil, fmt.Errorf("transition run %s: no allowed from-states", r.ID)
+	}
+	row := toRunRow(r)
+	q, args, err := sqlx.In(`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
+ resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
+ error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
+ updated_at = ?, finished_at = ?
+ WHERE id = ? AND status IN (?) RETURNING `+runColumns,
+		row.ResultRevisionID, row.Status, row.EngineRunRef,
+		row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
+		row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
+		row.UpdatedAt, row.FinishedAt, row.ID, from)
+	if err != nil {
+		return nil, err
+	}
+	var out runRow
+	err = s.w.GetContext(ctx, &out, s.rebind(q), args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Not a hot path: say why nothing was written.
+		cur, gerr := s.GetRun(ctx, r.ID)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if cerr := core.CheckTransition(cur.Status, r.Status); cerr != nil {
+			return nil, cerr
+		}
+		return nil, &core.Error{Code: core.CodeInvalidRunTransition, Message: fmt.Sprintf("run %s is %s, which this change did not expect", r.ID, cur.Status)}
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return out.toRun(), nil
+}
+
 // GetRunByIdempotencyKey finds the run a tenant created with a key, or
 // returns ErrNotFound.
 func (s *Store) GetRunByIdempotencyKey(ctx context.Context, tenantID, key string) (*core.Run, error) {
