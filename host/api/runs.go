@@ -157,7 +157,10 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	turns, err := s.deps.Store.ChatMessages(ctx, chat.ID)
+	// Only the turns the history budget can hold are read: a long chat
+	// costs a run no more than a short one.
+	budget := messageBudget()
+	turns, older, err := s.deps.Store.ChatTail(ctx, chat.ID, budget)
 	if err != nil {
 		_ = c.Error(err)
 		return
@@ -178,7 +181,7 @@ func (s *Server) createRun(c *gin.Context) {
 	files = append(files, sandbox.File{Path: agentcontract.Path, Data: contractJSON, Mode: 0o644})
 	runContext, _ := json.Marshal(map[string]json.RawMessage{"selected_agent_contract": contractJSON})
 	runContext = withLimits(runContext, limits)
-	hist := history(turns, messageBudget())
+	hist := historyTail(turns, older, budget)
 	if note, ok := contractNote(contract); ok {
 		hist = append([]engine.Message{note}, hist...)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -87,6 +89,55 @@ func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessa
 	err := s.r.SelectContext(ctx, &out, s.rebind(`SELECT id, chat_session_id, run_id, role, content, created_at FROM chat_messages
  WHERE chat_session_id = ? ORDER BY created_at, id`), sessionID)
 	return out, translate(err)
+}
+
+// chatTailPage is how many turns ChatTail reads per query: a typical
+// history budget holds a few dozen turns, so most chats take one query.
+const chatTailPage = 32
+
+// ChatTail returns the newest turns of a session, oldest first, that fit in
+// budget runes of content, plus the newest one that does not fit (the
+// caller decides what to keep of it), and how many older turns are left
+// out. It reads newest first, page by page, so its cost follows the budget,
+// not the length of the chat.
+func (s *Store) ChatTail(ctx context.Context, sessionID string, budget int) (tail []ChatMessage, older int, err error) {
+	var newestFirst []ChatMessage
+	used, full := 0, false
+	q := `SELECT id, chat_session_id, run_id, role, content, created_at FROM chat_messages WHERE chat_session_id = ?`
+	for !full {
+		pq, args := q, []any{sessionID}
+		if n := len(newestFirst); n > 0 {
+			last := newestFirst[n-1]
+			pq += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
+			args = append(args, last.CreatedAt, last.CreatedAt, last.ID)
+		}
+		pq += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+		args = append(args, chatTailPage)
+		var page []ChatMessage
+		if err := s.r.SelectContext(ctx, &page, s.rebind(pq), args...); err != nil {
+			return nil, 0, translate(err)
+		}
+		for _, m := range page {
+			newestFirst = append(newestFirst, m)
+			if used += utf8.RuneCountInString(m.Content); used > budget {
+				full = true
+				break
+			}
+		}
+		if len(page) < chatTailPage {
+			break
+		}
+	}
+	if full {
+		// Only a chat longer than the budget pays for counting the rest.
+		last := newestFirst[len(newestFirst)-1]
+		if err := s.r.GetContext(ctx, &older, s.rebind(`SELECT COUNT(*) FROM chat_messages
+ WHERE chat_session_id = ? AND (created_at < ? OR (created_at = ? AND id < ?))`), sessionID, last.CreatedAt, last.CreatedAt, last.ID); err != nil {
+			return nil, 0, translate(err)
+		}
+	}
+	slices.Reverse(newestFirst)
+	return newestFirst, older, nil
 }
 
 // DeleteChatMessage removes a turn (a user turn whose run failed to start).
