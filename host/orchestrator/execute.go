@@ -57,7 +57,8 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	sbStart := time.Now()
 	key := o.scopeKey(run)
 	if key != "" {
-		if ref, started, ok := o.reuseWarm(ctx, ar, key, sbClient); ok {
+		ref, started, tried, ok := o.reuseWarm(ctx, ar, key, sbClient)
+		if ok {
 			ar.mark("sandbox_start", time.Since(sbStart))
 			_ = o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) {
 				r.SandboxID, r.SandboxStatus, r.SandboxStartedAt = ref.id, sandbox.StatusRunning, &started
@@ -66,9 +67,10 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 			return o.runEngine(ctx, ar, ref), ref
 		}
 		sandboxID = newSandboxID(key)
-		if planned := run.SandboxID; strings.HasPrefix(planned, "sbx_"+key+"_") && !o.warmHolds(planned) {
+		if planned := run.SandboxID; strings.HasPrefix(planned, "sbx_"+key+"_") && planned != tried && !o.warmHolds(planned) {
 			// The id the run was created with, when it was not the
-			// chat's warm sandbox (that one went to another run).
+			// chat's warm sandbox (that one went to another run, or was
+			// found gone: a fresh sandbox must not take a dead one's id).
 			sandboxID = planned
 		}
 	}
@@ -416,13 +418,13 @@ func (o *Orchestrator) releaseWarm(ar *activeRun, keep bool) {
 
 // reuseWarm takes the chat's warm sandbox for the run, refreshed to the run's
 // base files. A kept sandbox that is gone is forgotten, and the run is told
-// it starts in a fresh one.
-func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string, sbClient *sandbox.Client) (*sandboxRef, time.Time, bool) {
+// it starts in a fresh one; tried is then its id.
+func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string, sbClient *sandbox.Client) (ref *sandboxRef, started time.Time, tried string, ok bool) {
 	w := o.takeWarm(key, ar.run.SandboxBackend)
 	if w == nil {
-		return nil, time.Time{}, false
+		return nil, time.Time{}, "", false
 	}
-	lost := func(why string, err error) (*sandboxRef, time.Time, bool) {
+	lost := func(why string, err error) (*sandboxRef, time.Time, string, bool) {
 		o.log.Warn("warm sandbox unusable; starting a fresh one", "sandbox", w.ref.id, "why", why, "error", err)
 		o.dropWarm(key, w)
 		go o.stopWarm(w)
@@ -430,7 +432,7 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 		ar.req.History = append(ar.req.History, engine.Message{Role: "system", Content: "This conversation's previous sandbox is gone; " +
 			"this run starts in a fresh one made from the app's current draft, so anything installed or built there before is not here."})
 		ar.mu.Unlock()
-		return nil, time.Time{}, false
+		return nil, time.Time{}, w.ref.id, false
 	}
 	info, err := sbClient.Get(ctx, w.ref.id)
 	if err != nil || info.Status != sandbox.StatusRunning {
@@ -447,7 +449,7 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 	ar.mu.Lock()
 	ar.ref, ar.warmKey, ar.warm = w.ref, key, w
 	ar.mu.Unlock()
-	return w.ref, w.startedAt, true
+	return w.ref, w.startedAt, w.ref.id, true
 }
 
 // sandboxStopTimeout bounds releasing a finished run's sandbox.
