@@ -69,3 +69,14 @@ func CheckTransition(from, to RunStatus) error {
 	}
 	return &Error{Code: CodeInvalidRunTransition, Message: fmt.Sprintf("a %s run cannot become %s", from, to)}
 }
+
+// ChatTurn is the user's turn a new run answers, recorded with the run in
+// one step so that a run never exists without its turn, nor a turn (or a
+// new chat session) without its run.
+type ChatTurn struct {
+	// MessageID is the turn's id; Content is the prompt.
+	MessageID, Content string
+	// NewSession creates the run's chat session, titled Title, with it.
+	NewSession bool
+	Title      string
+}

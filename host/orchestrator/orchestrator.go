@@ -125,6 +125,9 @@ type StartRequest struct {
 	RequestedModelID string
 	// APIStartedAt is when the API request began (for create_run_api).
 	APIStartedAt time.Time
+	// Turn, when set, is the user's chat turn the run answers (and its new
+	// chat session), recorded with the run or not at all.
+	Turn *core.ChatTurn
 }
 
 // relaunchWait bounds how long a run waits for a plugin that has just
@@ -215,16 +218,32 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 		return nil, core.Errf(core.CodeHostShutdown, "", "the host is shutting down")
 	}
 	o.mu.Unlock()
-	if err := o.runs.CreateRun(ctx, run); err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
+	accepted, _ := json.Marshal(map[string]any{"run_id": run.ID, "engine": run.Engine, "sandbox_backend": run.SandboxBackend})
+	starter, oneStep := o.runs.(RunStarter)
+	if oneStep {
+		// The run, its turn and run.accepted are one transaction: a run
+		// is never seen without its first event, nor a turn without its
+		// run.
+		if _, err := starter.StartRun(ctx, run, req.Turn, NewEvent{Type: core.EventRunAccepted, Payload: accepted}); err != nil {
+			return nil, fmt.Errorf("record run: %w", err)
+		}
+	} else {
+		if req.Turn != nil {
+			return nil, fmt.Errorf("record run: the run store cannot record chat turns")
+		}
+		if err := o.runs.CreateRun(ctx, run); err != nil {
+			return nil, fmt.Errorf("record run: %w", err)
+		}
 	}
 	ar := newActiveRun(run, req)
 	o.mu.Lock()
 	o.active[run.ID] = ar
 	o.wg.Add(1)
 	o.mu.Unlock()
-	if err := o.emit(ctx, ar, core.EventRunAccepted, map[string]any{"run_id": run.ID, "engine": run.Engine, "sandbox_backend": run.SandboxBackend}); err != nil {
-		o.log.Error("emit run.accepted", "run", run.ID, "error", err)
+	if !oneStep {
+		if err := o.emitWith(ctx, ar, NewEvent{Type: core.EventRunAccepted, Payload: accepted}, nil); err != nil {
+			o.log.Error("emit run.accepted", "run", run.ID, "error", err)
+		}
 	}
 	ar.mark("create_run", time.Since(startedAt))
 	if !req.APIStartedAt.IsZero() {

@@ -32,6 +32,13 @@ type RunStore interface {
 	LoadEngineState(ctx context.Context, runID string) ([]byte, error)
 }
 
+// RunStarter is a RunStore that records a new run, its chat turn and its
+// run.accepted event in one transaction (the store's StartRun). A store
+// without it gets two writes, and no chat turns.
+type RunStarter interface {
+	StartRun(ctx context.Context, r *core.Run, turn *core.ChatTurn, accepted NewEvent) (core.Envelope, error)
+}
+
 // NewEvent is an event before the log gives it a seq and a time.
 type NewEvent = core.EventInput
 
