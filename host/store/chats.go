@@ -71,16 +71,19 @@ func (s *Store) ListChatSessions(ctx context.Context, appID, userID, before stri
 	return out, translate(err)
 }
 
-// AddChatMessage appends a turn and touches the session.
+// AddChatMessage appends a turn and touches the session, in one
+// transaction (one commit, not two, on a run's way to finishing).
 func (s *Store) AddChatMessage(ctx context.Context, m ChatMessage) error {
 	now := time.Now().UnixMilli()
-	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
  VALUES (?, ?, ?, ?, ?, ?)`), m.ID, m.ChatSessionID, m.RunID, m.Role, m.Content, now)
-	if err != nil {
+		if err != nil {
+			return translate(err)
+		}
+		_, err = tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), now, m.ChatSessionID)
 		return translate(err)
-	}
-	_, err = s.w.ExecContext(ctx, s.rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), now, m.ChatSessionID)
-	return translate(err)
+	})
 }
 
 // ChatMessages returns a session's turns, oldest first.
