@@ -37,3 +37,24 @@ func TestDefaultModelIDs(t *testing.T) {
 		assert.Empty(t, tenant, "another tenant's default is not this one's")
 	})
 }
+
+// TestAppCarriesItsSelectedAgent: the app's selected agent is read with it
+// (run creation needs both), by id and in lists.
+func TestAppCarriesItsSelectedAgent(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		a, err := s.GetApp(ctx, "app1")
+		require.NoError(t, err)
+		assert.Empty(t, a.SelectedAgentID)
+		require.NoError(t, s.CreateAgent(ctx, &Agent{ID: "agt_1", TenantID: "t1", Name: "helper"}, nil))
+		require.NoError(t, s.SelectAgent(ctx, "app1", "agt_1"))
+		a, err = s.GetApp(ctx, "app1")
+		require.NoError(t, err)
+		assert.Equal(t, "agt_1", a.SelectedAgentID)
+		list, err := s.ListApps(ctx, "t1", "", 10)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		assert.Equal(t, "agt_1", list[0].SelectedAgentID)
+	})
+}
