@@ -117,9 +117,14 @@ func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandbo
 	}
 	wsID := o.lend(run.ID, ref)
 	defer o.revoke(wsID)
-	state, err := o.runs.LoadEngineState(ctx, run.ID)
-	if err != nil {
-		return failed(core.CodeEngineError, "load engine state: %v", err)
+	ar.mu.Lock()
+	loadState := !ar.noSavedState
+	ar.mu.Unlock()
+	var state []byte
+	if loadState {
+		if state, err = o.runs.LoadEngineState(ctx, run.ID); err != nil {
+			return failed(core.CodeEngineError, "load engine state: %v", err)
+		}
 	}
 	req := engine.RunRequest{
 		RunID: run.ID, AppID: run.AppID, ChatSessionID: run.ChatSessionID, Prompt: ar.req.Prompt,

@@ -236,6 +236,7 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 		}
 	}
 	ar := newActiveRun(run, req)
+	ar.noSavedState = true
 	o.mu.Lock()
 	o.active[run.ID] = ar
 	o.wg.Add(1)
@@ -364,6 +365,10 @@ type activeRun struct {
 	// filesDirty: a tool ran since the engine last saved its state, so the
 	// next save snapshots the sandbox with it.
 	filesDirty bool
+	// noSavedState: the run was created by this Start and its engine has
+	// not saved state since, so there is none to load (a read saved on
+	// every fresh run).
+	noSavedState bool
 }
 
 func (ar *activeRun) sandboxRefLocked() *sandboxRef { return ar.ref }
