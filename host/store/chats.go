@@ -94,8 +94,10 @@ func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessa
 	return out, translate(err)
 }
 
-// chatTailPage is how many turns ChatTail reads per query: a typical
-// history budget holds a few dozen turns, so most chats take one query.
+// chatTailPage is how many turns ChatTail reads with its first query: a
+// typical history budget holds a few dozen turns, so most chats take one.
+// Each further page is four times the last, so a budget filled by many
+// short turns still takes a handful of queries, not one per 32 turns.
 const chatTailPage = 32
 
 // ChatTail returns the newest turns of a session, oldest first, that fit in
@@ -105,7 +107,7 @@ const chatTailPage = 32
 // not the length of the chat.
 func (s *Store) ChatTail(ctx context.Context, sessionID string, budget int) (tail []ChatMessage, older int, err error) {
 	var newestFirst []ChatMessage
-	used, full := 0, false
+	used, full, size := 0, false, chatTailPage
 	q := `SELECT id, chat_session_id, run_id, role, content, created_at FROM chat_messages WHERE chat_session_id = ?`
 	for !full {
 		pq, args := q, []any{sessionID}
@@ -115,7 +117,7 @@ func (s *Store) ChatTail(ctx context.Context, sessionID string, budget int) (tai
 			args = append(args, last.CreatedAt, last.CreatedAt, last.ID)
 		}
 		pq += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-		args = append(args, chatTailPage)
+		args = append(args, size)
 		var page []ChatMessage
 		if err := s.r.SelectContext(ctx, &page, s.rebind(pq), args...); err != nil {
 			return nil, 0, translate(err)
@@ -127,9 +129,10 @@ func (s *Store) ChatTail(ctx context.Context, sessionID string, budget int) (tai
 				break
 			}
 		}
-		if len(page) < chatTailPage {
+		if len(page) < size {
 			break
 		}
+		size *= 4
 	}
 	if full {
 		// Only a chat longer than the budget pays for counting the rest.
