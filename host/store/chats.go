@@ -146,14 +146,13 @@ func (s *Store) ChatTail(ctx context.Context, sessionID string, budget int) (tai
 	return newestFirst, older, nil
 }
 
-// DeleteChatMessage removes a turn (a user turn whose run failed to start).
+// DeleteChatMessage removes a turn.
 func (s *Store) DeleteChatMessage(ctx context.Context, id string) error {
 	_, err := s.w.ExecContext(ctx, s.rebind(`DELETE FROM chat_messages WHERE id = ?`), id)
 	return translate(err)
 }
 
-// DeleteChatSession removes a session and its turns (one made for a run
-// that then failed to start).
+// DeleteChatSession removes a session and its turns.
 func (s *Store) DeleteChatSession(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM chat_messages WHERE chat_session_id = ?`), id); err != nil {
