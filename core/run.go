@@ -47,6 +47,20 @@ func CanTransition(from, to RunStatus) bool {
 	return false
 }
 
+// Sources returns the states a run may be in to become to: those with a
+// transition to it, and to itself (a change that keeps the state, such as
+// recording a running run's sandbox). A store writes a status change only
+// while the run is in one of them, in the same statement.
+func Sources(to RunStatus) []RunStatus {
+	out := []RunStatus{to}
+	for _, from := range []RunStatus{RunQueued, RunRunning, RunPaused} {
+		if from != to && CanTransition(from, to) {
+			out = append(out, from)
+		}
+	}
+	return out
+}
+
 // CheckTransition returns an error naming both states when the transition is
 // not allowed.
 func CheckTransition(from, to RunStatus) error {
@@ -54,4 +68,15 @@ func CheckTransition(from, to RunStatus) error {
 		return nil
 	}
 	return &Error{Code: CodeInvalidRunTransition, Message: fmt.Sprintf("a %s run cannot become %s", from, to)}
+}
+
+// ChatTurn is the user's turn a new run answers, recorded with the run in
+// one step so that a run never exists without its turn, nor a turn (or a
+// new chat session) without its run.
+type ChatTurn struct {
+	// MessageID is the turn's id; Content is the prompt.
+	MessageID, Content string
+	// NewSession creates the run's chat session, titled Title, with it.
+	NewSession bool
+	Title      string
 }

@@ -172,6 +172,7 @@ func (s *Server) selectAgent(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
+	app.SelectedAgentID = id
 	contract := s.agentContract(c.Request.Context(), app)
 	c.JSON(http.StatusOK, contract)
 }
@@ -191,8 +192,9 @@ func (s *Server) getAgentContract(c *gin.Context) {
 func (s *Server) agentContract(ctx context.Context, app store.App) agentcontract.Contract {
 	c := agentcontract.Contract{SchemaVersion: agentcontract.SchemaVersion, AppID: app.ID,
 		Tools: []agentcontract.Tool{}, Unresolved: []agentcontract.Unresolved{}, GeneratedAt: time.Now().UTC().Truncate(time.Millisecond)}
-	id, err := s.deps.Store.SelectedAgentID(ctx, app.ID)
-	if err != nil || id == "" {
+	// The selection comes with the app (store.GetApp): no read of its own.
+	id := app.SelectedAgentID
+	if id == "" {
 		c.Reason = "the app has no selected runtime agent"
 		return c
 	}

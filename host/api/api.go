@@ -207,9 +207,13 @@ func (s *Server) app(c *gin.Context) (store.App, bool) {
 }
 
 // run loads the path's run if it belongs to the path's app of the caller.
+// One read: a run records its app and tenant, and apps are never deleted,
+// so a run of the path's app in the caller's tenant proves the app is the
+// caller's; anything else is 404 as before.
 func (s *Server) run(c *gin.Context) (*core.Run, bool) {
-	a, ok := s.app(c)
-	if !ok {
+	appID := c.Param("app_id")
+	if !validID(appID) {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "app_id", "malformed app id"))
 		return nil, false
 	}
 	id := c.Param("run_id")
@@ -218,7 +222,7 @@ func (s *Server) run(c *gin.Context) (*core.Run, bool) {
 		return nil, false
 	}
 	r, err := s.deps.Store.GetRun(c.Request.Context(), id)
-	if err == nil && (r.AppID != a.ID || r.TenantID != a.TenantID) {
+	if err == nil && (r.AppID != appID || r.TenantID != principal(c).TenantID) {
 		err = core.Errf(core.CodeNotFound, "", "run %s not found", id)
 	}
 	if err != nil {

@@ -151,6 +151,12 @@ func (s *Server) getChat(c *gin.Context) {
 // history renders a session's turns for the engine within the budget: the
 // newest turns that fit, with a note when older ones were left out.
 func history(msgs []store.ChatMessage, budget int) []engine.Message {
+	return historyTail(msgs, 0, budget)
+}
+
+// historyTail is history for the newest turns of a session (store.ChatTail),
+// older being how many turns before them were not read.
+func historyTail(msgs []store.ChatMessage, older, budget int) []engine.Message {
 	var kept []engine.Message
 	used := 0
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -162,8 +168,8 @@ func history(msgs []store.ChatMessage, budget int) []engine.Message {
 				kept = append(kept, engine.Message{Role: msgs[i].Role, Content: string(r[len(r)-budget:])})
 				i--
 			}
-			if i >= 0 {
-				kept = append(kept, engine.Message{Role: "system", Content: fmt.Sprintf("[%d earlier messages of this chat were left out to fit the history budget]", i+1)})
+			if left := i + 1 + older; left > 0 {
+				kept = append(kept, engine.Message{Role: "system", Content: fmt.Sprintf("[%d earlier messages of this chat were left out to fit the history budget]", left)})
 			}
 			break
 		}

@@ -233,11 +233,11 @@ func (s *Server) defaultIfNone(ctx context.Context, m store.Model) error {
 // tenant's default, else the global default, else the first active chat
 // model the tenant can see. A zero Model means there is none.
 func (s *Server) resolveDefault(ctx context.Context, tenant string) (store.Model, error) {
-	for _, scope := range []string{tenant, ""} {
-		id, err := s.deps.Store.DefaultModelID(ctx, scope)
-		if err != nil {
-			return store.Model{}, err
-		}
+	tenantDefault, globalDefault, err := s.deps.Store.DefaultModelIDs(ctx, tenant)
+	if err != nil {
+		return store.Model{}, err
+	}
+	for _, id := range []string{tenantDefault, globalDefault} {
 		if id == "" {
 			continue
 		}

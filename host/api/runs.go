@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -147,20 +146,24 @@ func (s *Server) createRun(c *gin.Context) {
 	}
 	// The chat session is the source of truth for history: the run gets its
 	// persisted turns; a new session is made when none is given.
+	// A new session is written with the run, in one transaction, so it
+	// has no turns to read yet.
 	var chat store.ChatSession
+	var turns []store.ChatMessage
+	older, budget := 0, messageBudget()
 	if req.ChatSessionID != "" {
-		chat, err = s.chatSession(ctx, a, p, req.ChatSessionID)
+		if chat, err = s.chatSession(ctx, a, p, req.ChatSessionID); err != nil {
+			_ = c.Error(err)
+			return
+		}
+		// Only the turns the history budget can hold are read: a long chat
+		// costs a run no more than a short one.
+		if turns, older, err = s.deps.Store.ChatTail(ctx, chat.ID, budget); err != nil {
+			_ = c.Error(err)
+			return
+		}
 	} else {
-		chat, err = s.newChat(ctx, a, p, req.Prompt)
-	}
-	if err != nil {
-		_ = c.Error(err)
-		return
-	}
-	turns, err := s.deps.Store.ChatMessages(ctx, chat.ID)
-	if err != nil {
-		_ = c.Error(err)
-		return
+		chat = store.ChatSession{ID: orchestrator.NewID("chat"), Title: core.Title(req.Prompt, core.MaxTitleRunes)}
 	}
 	files, err := s.deps.Store.RevisionFiles(ctx, a.DraftRevisionID)
 	if err != nil {
@@ -178,7 +181,7 @@ func (s *Server) createRun(c *gin.Context) {
 	files = append(files, sandbox.File{Path: agentcontract.Path, Data: contractJSON, Mode: 0o644})
 	runContext, _ := json.Marshal(map[string]json.RawMessage{"selected_agent_contract": contractJSON})
 	runContext = withLimits(runContext, limits)
-	hist := history(turns, messageBudget())
+	hist := historyTail(turns, older, budget)
 	if note, ok := contractNote(contract); ok {
 		hist = append([]engine.Message{note}, hist...)
 	}
@@ -187,15 +190,13 @@ func (s *Server) createRun(c *gin.Context) {
 		// would build on work that is no longer there.
 		hist = append(hist, restoreNote(ctx, s.deps.Store, chat.RestoredCheckpointID.String))
 	}
-	// The user's turn is recorded before the run starts, so it always
-	// precedes the run's answer; it is taken back if the start fails.
+	// The user's turn (and a new session) is recorded with the run, before
+	// it starts, so it always precedes the run's answer, and a start that
+	// fails leaves neither behind.
 	runID := orchestrator.NewID("run")
-	userTurn := store.ChatMessage{ID: MessageID(), ChatSessionID: chat.ID, RunID: sql.NullString{String: runID, Valid: true}, Role: "user", Content: req.Prompt}
-	if err := s.deps.Store.AddChatMessage(ctx, userTurn); err != nil {
-		_ = c.Error(err)
-		return
-	}
+	turn := &core.ChatTurn{MessageID: MessageID(), Content: req.Prompt, NewSession: req.ChatSessionID == "", Title: chat.Title}
 	run, err := s.deps.Runs.Start(ctx, orchestrator.StartRequest{
+		Turn:  turn,
 		RunID: runID, TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, BaseRevisionID: a.DraftRevisionID,
 		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
 		IdempotencyKey: key, IdempotencyHash: fingerprint,
@@ -207,19 +208,6 @@ func (s *Server) createRun(c *gin.Context) {
 		if prior, perr := s.deps.Store.GetRunByIdempotencyKey(ctx, p.TenantID, key); perr == nil {
 			s.replay(c, prior, a.ID, fingerprint)
 			return
-		}
-	}
-	if err != nil || (run != nil && run.ID != runID) {
-		// The start failed after all (a plugin died since Ready): take back
-		// what was written for it.
-		cleanup := context.WithoutCancel(ctx)
-		if derr := s.deps.Store.DeleteChatMessage(cleanup, userTurn.ID); derr != nil {
-			s.log.Error("take back the user's turn", "chat", chat.ID, "error", derr)
-		}
-		if req.ChatSessionID == "" {
-			if derr := s.deps.Store.DeleteChatSession(cleanup, chat.ID); derr != nil {
-				s.log.Error("take back the new chat session", "chat", chat.ID, "error", derr)
-			}
 		}
 	}
 	if err != nil {

@@ -76,6 +76,9 @@ func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte
 		return plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
 	}
 	ar.touch()
+	ar.mu.Lock()
+	ar.noSavedState = false // before the write: a failed one may have landed
+	ar.mu.Unlock()
 	// The files go with the state: a run resumed after the host died must
 	// start from the files its saved conversation has seen, not from its
 	// base revision. Only after a tool ran can they differ from the last

@@ -57,7 +57,8 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	sbStart := time.Now()
 	key := o.scopeKey(run)
 	if key != "" {
-		if ref, started, ok := o.reuseWarm(ctx, ar, key, sbClient); ok {
+		ref, started, tried, ok := o.reuseWarm(ctx, ar, key, sbClient)
+		if ok {
 			ar.mark("sandbox_start", time.Since(sbStart))
 			_ = o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) {
 				r.SandboxID, r.SandboxStatus, r.SandboxStartedAt = ref.id, sandbox.StatusRunning, &started
@@ -69,9 +70,10 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 		// Only a run Start just created (sandbox still "starting"): a run
 		// continued after a host restart names its old sandbox, whose
 		// folder may still be there.
-		if planned := run.SandboxID; run.SandboxStatus == SandboxStarting && strings.HasPrefix(planned, "sbx_"+key+"_") && !o.warmHolds(planned) {
+		if planned := run.SandboxID; run.SandboxStatus == SandboxStarting && strings.HasPrefix(planned, "sbx_"+key+"_") && planned != tried && !o.warmHolds(planned) {
 			// The id the run was created with, when it was not the
-			// chat's warm sandbox (that one went to another run).
+			// chat's warm sandbox (that one went to another run, or was
+			// found gone: a fresh sandbox must not take a dead one's id).
 			sandboxID = planned
 		}
 	}
@@ -118,9 +120,14 @@ func (o *Orchestrator) runEngine(ctx context.Context, ar *activeRun, ref *sandbo
 	}
 	wsID := o.lend(run.ID, ref)
 	defer o.revoke(wsID)
-	state, err := o.runs.LoadEngineState(ctx, run.ID)
-	if err != nil {
-		return failed(core.CodeEngineError, "load engine state: %v", err)
+	ar.mu.Lock()
+	loadState := !ar.noSavedState
+	ar.mu.Unlock()
+	var state []byte
+	if loadState {
+		if state, err = o.runs.LoadEngineState(ctx, run.ID); err != nil {
+			return failed(core.CodeEngineError, "load engine state: %v", err)
+		}
 	}
 	req := engine.RunRequest{
 		RunID: run.ID, AppID: run.AppID, ChatSessionID: run.ChatSessionID, Prompt: ar.req.Prompt,
@@ -333,14 +340,21 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	if resultRevision != "" {
 		payload["result_revision_id"] = resultRevision
 	}
+	ar.mu.Lock()
+	keepWarm := ar.warm != nil && (out.status == core.RunCompleted || out.status == core.RunCancelled)
+	ar.mu.Unlock()
+	// A chat's sandbox goes back to the pool before the terminal event: a
+	// client starts the chat's next run the moment it sees that event, and
+	// that run must find the sandbox idle, not still held by this one (it
+	// would get a fresh sandbox, and two would race back into the pool).
+	// Nothing of this run touches the sandbox any more: the engine has
+	// returned, its workspace lease is revoked and the result is applied.
+	o.releaseWarm(ar, keepWarm)
 	if err := o.emitWith(ctx, ar, NewEvent{Type: typ, Diagnostics: out.diagnostics}, payload); err != nil {
 		o.log.Error("emit terminal event", "run", run.ID, "error", err)
 	}
 	now := time.Now().UTC()
 	ar.mark("total", now.Sub(ar.run.CreatedAt))
-	ar.mu.Lock()
-	keepWarm := ar.warm != nil && (out.status == core.RunCompleted || out.status == core.RunCancelled)
-	ar.mu.Unlock()
 	final := func(r *core.Run) {
 		r.ErrorCode, r.ErrorMessage, r.OutputText, r.FinishedAt = out.code, out.msg, output, &now
 		r.InputTokens, r.OutputTokens = inTok, outTok
@@ -378,20 +392,10 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	done := ar.done
 	ar.mu.Unlock()
 	close(done)
-	// The run's outcome is recorded; releasing the sandbox is housekeeping
-	// that a slow or stuck backend must not hold the run hostage to. A
-	// chat's sandbox stays warm after a completed or cancelled run; after a
-	// failure it may be in any state, so it goes.
-	ar.mu.Lock()
-	key, warm := ar.warmKey, ar.warm
-	ar.mu.Unlock()
-	if warm != nil {
-		if keepWarm {
-			warm.revision = warmRevision(ar)
-			o.keepWarm(key, warm)
-			return
-		}
-		o.dropWarm(key, warm)
+	// The run's outcome is recorded; stopping the sandbox is housekeeping
+	// that a slow or stuck backend must not hold the run hostage to.
+	if keepWarm {
+		return
 	}
 	if ref != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
@@ -402,15 +406,33 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	}
 }
 
+// releaseWarm hands a finishing run's chat sandbox back to the pool when
+// keep is set (a completed or cancelled run), else forgets it: after a
+// failure it may be in any state, so finish stops it.
+func (o *Orchestrator) releaseWarm(ar *activeRun, keep bool) {
+	ar.mu.Lock()
+	key, warm := ar.warmKey, ar.warm
+	ar.mu.Unlock()
+	if warm == nil {
+		return
+	}
+	if keep {
+		warm.revision = warmRevision(ar)
+		o.keepWarm(key, warm)
+		return
+	}
+	o.dropWarm(key, warm)
+}
+
 // reuseWarm takes the chat's warm sandbox for the run, refreshed to the run's
 // base files. A kept sandbox that is gone is forgotten, and the run is told
-// it starts in a fresh one.
-func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string, sbClient *sandbox.Client) (*sandboxRef, time.Time, bool) {
+// it starts in a fresh one; tried is then its id.
+func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string, sbClient *sandbox.Client) (ref *sandboxRef, started time.Time, tried string, ok bool) {
 	w := o.takeWarm(key, ar.run.SandboxBackend)
 	if w == nil {
-		return nil, time.Time{}, false
+		return nil, time.Time{}, "", false
 	}
-	lost := func(why string, err error) (*sandboxRef, time.Time, bool) {
+	lost := func(why string, err error) (*sandboxRef, time.Time, string, bool) {
 		o.log.Warn("warm sandbox unusable; starting a fresh one", "sandbox", w.ref.id, "why", why, "error", err)
 		o.dropWarm(key, w)
 		go o.stopWarm(w)
@@ -418,7 +440,7 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 		ar.req.History = append(ar.req.History, engine.Message{Role: "system", Content: "This conversation's previous sandbox is gone; " +
 			"this run starts in a fresh one made from the app's current draft, so anything installed or built there before is not here."})
 		ar.mu.Unlock()
-		return nil, time.Time{}, false
+		return nil, time.Time{}, w.ref.id, false
 	}
 	info, err := sbClient.Get(ctx, w.ref.id)
 	if err != nil || info.Status != sandbox.StatusRunning {
@@ -435,7 +457,7 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 	ar.mu.Lock()
 	ar.ref, ar.warmKey, ar.warm = w.ref, key, w
 	ar.mu.Unlock()
-	return w.ref, w.startedAt, true
+	return w.ref, w.startedAt, w.ref.id, true
 }
 
 // sandboxStopTimeout bounds releasing a finished run's sandbox.

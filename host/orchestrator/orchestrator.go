@@ -125,6 +125,9 @@ type StartRequest struct {
 	RequestedModelID string
 	// APIStartedAt is when the API request began (for create_run_api).
 	APIStartedAt time.Time
+	// Turn, when set, is the user's chat turn the run answers (and its new
+	// chat session), recorded with the run or not at all.
+	Turn *core.ChatTurn
 }
 
 // relaunchWait bounds how long a run waits for a plugin that has just
@@ -215,16 +218,33 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 		return nil, core.Errf(core.CodeHostShutdown, "", "the host is shutting down")
 	}
 	o.mu.Unlock()
-	if err := o.runs.CreateRun(ctx, run); err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
+	accepted, _ := json.Marshal(map[string]any{"run_id": run.ID, "engine": run.Engine, "sandbox_backend": run.SandboxBackend})
+	starter, oneStep := o.runs.(RunStarter)
+	if oneStep {
+		// The run, its turn and run.accepted are one transaction: a run
+		// is never seen without its first event, nor a turn without its
+		// run.
+		if _, err := starter.StartRun(ctx, run, req.Turn, NewEvent{Type: core.EventRunAccepted, Payload: accepted}); err != nil {
+			return nil, fmt.Errorf("record run: %w", err)
+		}
+	} else {
+		if req.Turn != nil {
+			return nil, fmt.Errorf("record run: the run store cannot record chat turns")
+		}
+		if err := o.runs.CreateRun(ctx, run); err != nil {
+			return nil, fmt.Errorf("record run: %w", err)
+		}
 	}
 	ar := newActiveRun(run, req)
+	ar.noSavedState = true
 	o.mu.Lock()
 	o.active[run.ID] = ar
 	o.wg.Add(1)
 	o.mu.Unlock()
-	if err := o.emit(ctx, ar, core.EventRunAccepted, map[string]any{"run_id": run.ID, "engine": run.Engine, "sandbox_backend": run.SandboxBackend}); err != nil {
-		o.log.Error("emit run.accepted", "run", run.ID, "error", err)
+	if !oneStep {
+		if err := o.emitWith(ctx, ar, NewEvent{Type: core.EventRunAccepted, Payload: accepted}, nil); err != nil {
+			o.log.Error("emit run.accepted", "run", run.ID, "error", err)
+		}
 	}
 	ar.mark("create_run", time.Since(startedAt))
 	if !req.APIStartedAt.IsZero() {
@@ -345,6 +365,10 @@ type activeRun struct {
 	// filesDirty: a tool ran since the engine last saved its state, so the
 	// next save snapshots the sandbox with it.
 	filesDirty bool
+	// noSavedState: the run was created by this Start and its engine has
+	// not saved state since, so there is none to load (a read saved on
+	// every fresh run).
+	noSavedState bool
 }
 
 func (ar *activeRun) sandboxRefLocked() *sandboxRef { return ar.ref }
@@ -521,22 +545,21 @@ func (o *Orchestrator) emitClosing(ctx context.Context, ar *activeRun, ev NewEve
 	return err
 }
 
-// setStatus records a state change, refusing illegal transitions.
+// setStatus records a state change, refusing illegal transitions. The run's
+// row is written from the orchestrator's copy in one conditional statement
+// (the stored status must allow the change): the orchestrator is the only
+// writer of a run it executes, so there is nothing to read first.
 func (o *Orchestrator) setStatus(ctx context.Context, ar *activeRun, to core.RunStatus, mutate func(*core.Run)) error {
-	updated, err := o.runs.UpdateRun(context.WithoutCancel(ctx), ar.run.ID, func(r *core.Run) error {
-		if r.Status != to {
-			if err := core.CheckTransition(r.Status, to); err != nil {
-				return err
-			}
-		}
-		r.Status = to
-		r.UpdatedAt = time.Now().UTC()
-		if mutate != nil {
-			mutate(r)
-		}
-		r.Context = ar.withTimings(r.Context)
-		return nil
-	})
+	ar.mu.Lock()
+	next := *ar.run
+	ar.mu.Unlock()
+	next.Status = to
+	next.UpdatedAt = time.Now().UTC()
+	if mutate != nil {
+		mutate(&next)
+	}
+	next.Context = ar.withTimings(next.Context)
+	updated, err := o.runs.TransitionRun(context.WithoutCancel(ctx), &next, core.Sources(to))
 	if err != nil {
 		return err
 	}

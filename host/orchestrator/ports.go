@@ -23,11 +23,22 @@ type RunStore interface {
 	CreateRun(ctx context.Context, r *core.Run) error
 	GetRun(ctx context.Context, id string) (*core.Run, error)
 	UpdateRun(ctx context.Context, id string, fn func(*core.Run) error) (*core.Run, error)
+	// TransitionRun writes r whole, in one step, only while the stored run
+	// is in one of the from states, and returns what was stored; a run in
+	// another state gets CodeInvalidRunTransition.
+	TransitionRun(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error)
 	// SaveEngineState records an engine's state and, when work is not nil,
 	// the run's working files as of that state (nil: unchanged), by
 	// manifest: their contents are stored already (ResultSink.PutBlobFrom).
 	SaveEngineState(ctx context.Context, runID string, state []byte, work []core.FileRef) error
 	LoadEngineState(ctx context.Context, runID string) ([]byte, error)
+}
+
+// RunStarter is a RunStore that records a new run, its chat turn and its
+// run.accepted event in one transaction (the store's StartRun). A store
+// without it gets two writes, and no chat turns.
+type RunStarter interface {
+	StartRun(ctx context.Context, r *core.Run, turn *core.ChatTurn, accepted NewEvent) (core.Envelope, error)
 }
 
 // NewEvent is an event before the log gives it a seq and a time.

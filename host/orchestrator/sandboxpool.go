@@ -91,16 +91,29 @@ func (o *Orchestrator) warmHolds(id string) bool {
 }
 
 // keepWarm puts a run's sandbox back (or in) the pool, idle, matching
-// revision.
+// revision, and stops the sandbox it displaces, if any.
 func (o *Orchestrator) keepWarm(key string, w *warmSandbox) {
-	o.pool.mu.Lock()
-	defer o.pool.mu.Unlock()
-	w.inUse, w.idleSince = false, time.Now()
-	if old := o.pool.byKey[key]; old != nil && old != w {
-		// Two runs of one chat ran at once; keep the newer, stop the other.
+	if old := o.pool.put(key, w, time.Now()); old != nil {
 		go o.stopWarm(old)
 	}
-	o.pool.byKey[key] = w
+}
+
+// put makes w the idle sandbox of key and returns the one it displaced
+// that nobody uses, for the caller to stop. Two runs of one chat that ran
+// at once come back one after the other: the one that comes back last is
+// kept. A displaced sandbox still in use by another run of the chat is not
+// returned: that run puts it back when it ends, and the idle one of the
+// two is displaced then. Stopping it now would pull the sandbox from under
+// a running run (its snapshot fails NOT_FOUND).
+func (p *sandboxPool) put(key string, w *warmSandbox, now time.Time) (displaced *warmSandbox) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w.inUse, w.idleSince = false, now
+	if old := p.byKey[key]; old != nil && old != w && !old.inUse {
+		displaced = old
+	}
+	p.byKey[key] = w
+	return displaced
 }
 
 // dropWarm forgets key's sandbox if it is w.

@@ -106,10 +106,11 @@ func (s *Store) ListApps(ctx context.Context, tenantID, before string, limit int
 		TenantID  string         `db:"tenant_id"`
 		Name      string         `db:"name"`
 		Draft     sql.NullString `db:"draft_revision_id"`
+		Agent     sql.NullString `db:"selected_agent_id"`
 		CreatedAt int64          `db:"created_at"`
 		UpdatedAt int64          `db:"updated_at"`
 	}
-	q := `SELECT id, tenant_id, name, draft_revision_id, created_at, updated_at FROM apps WHERE tenant_id = ?`
+	q := `SELECT id, tenant_id, name, draft_revision_id, selected_agent_id, created_at, updated_at FROM apps WHERE tenant_id = ?`
 	args := []any{tenantID}
 	if before != "" {
 		q += ` AND (created_at, id) < (SELECT created_at, id FROM apps WHERE id = ?)`
@@ -122,7 +123,8 @@ func (s *Store) ListApps(ctx context.Context, tenantID, before string, limit int
 	}
 	out := make([]App, len(rows))
 	for i, r := range rows {
-		out[i] = App{ID: r.ID, TenantID: r.TenantID, Name: r.Name, DraftRevisionID: r.Draft.String, CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt)}
+		out[i] = App{ID: r.ID, TenantID: r.TenantID, Name: r.Name, DraftRevisionID: r.Draft.String, SelectedAgentID: r.Agent.String,
+			CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt)}
 	}
 	return out, nil
 }

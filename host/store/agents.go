@@ -136,13 +136,3 @@ func (s *Store) SelectAgent(ctx context.Context, appID, agentID string) error {
 	}
 	return nil
 }
-
-// SelectedAgentID returns the app's selected agent, "" when none.
-func (s *Store) SelectedAgentID(ctx context.Context, appID string) (string, error) {
-	var id sql.NullString
-	err := s.r.GetContext(ctx, &id, s.rebind(`SELECT selected_agent_id FROM apps WHERE id = ?`), appID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", notFound("app", appID)
-	}
-	return id.String, translate(err)
-}

@@ -15,6 +15,9 @@ type App struct {
 	TenantID        string `db:"tenant_id"`
 	Name            string `db:"name"`
 	DraftRevisionID string `db:"draft_revision_id"`
+	// SelectedAgentID is the app's selected runtime agent, "" for none;
+	// read with the app, as every run needs it.
+	SelectedAgentID string
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
@@ -41,17 +44,18 @@ func (s *Store) GetApp(ctx context.Context, id string) (App, error) {
 		TenantID  string         `db:"tenant_id"`
 		Name      string         `db:"name"`
 		Draft     sql.NullString `db:"draft_revision_id"`
+		Agent     sql.NullString `db:"selected_agent_id"`
 		CreatedAt int64          `db:"created_at"`
 		UpdatedAt int64          `db:"updated_at"`
 	}
-	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT id, tenant_id, name, draft_revision_id, created_at, updated_at FROM apps WHERE id = ?`), id)
+	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT id, tenant_id, name, draft_revision_id, selected_agent_id, created_at, updated_at FROM apps WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return App{}, notFound("app", id)
 	}
 	if err != nil {
 		return App{}, translate(err)
 	}
-	return App{ID: row.ID, TenantID: row.TenantID, Name: row.Name, DraftRevisionID: row.Draft.String,
+	return App{ID: row.ID, TenantID: row.TenantID, Name: row.Name, DraftRevisionID: row.Draft.String, SelectedAgentID: row.Agent.String,
 		CreatedAt: fromMS(row.CreatedAt), UpdatedAt: fromMS(row.UpdatedAt)}, nil
 }
 

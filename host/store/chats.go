@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -69,16 +71,19 @@ func (s *Store) ListChatSessions(ctx context.Context, appID, userID, before stri
 	return out, translate(err)
 }
 
-// AddChatMessage appends a turn and touches the session.
+// AddChatMessage appends a turn and touches the session, in one
+// transaction (one commit, not two, on a run's way to finishing).
 func (s *Store) AddChatMessage(ctx context.Context, m ChatMessage) error {
 	now := time.Now().UnixMilli()
-	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
  VALUES (?, ?, ?, ?, ?, ?)`), m.ID, m.ChatSessionID, m.RunID, m.Role, m.Content, now)
-	if err != nil {
+		if err != nil {
+			return translate(err)
+		}
+		_, err = tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), now, m.ChatSessionID)
 		return translate(err)
-	}
-	_, err = s.w.ExecContext(ctx, s.rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), now, m.ChatSessionID)
-	return translate(err)
+	})
 }
 
 // ChatMessages returns a session's turns, oldest first.
@@ -89,14 +94,65 @@ func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessa
 	return out, translate(err)
 }
 
-// DeleteChatMessage removes a turn (a user turn whose run failed to start).
+// chatTailPage is how many turns ChatTail reads with its first query: a
+// typical history budget holds a few dozen turns, so most chats take one.
+// Each further page is four times the last, so a budget filled by many
+// short turns still takes a handful of queries, not one per 32 turns.
+const chatTailPage = 32
+
+// ChatTail returns the newest turns of a session, oldest first, that fit in
+// budget runes of content, plus the newest one that does not fit (the
+// caller decides what to keep of it), and how many older turns are left
+// out. It reads newest first, page by page, so its cost follows the budget,
+// not the length of the chat.
+func (s *Store) ChatTail(ctx context.Context, sessionID string, budget int) (tail []ChatMessage, older int, err error) {
+	var newestFirst []ChatMessage
+	used, full, size := 0, false, chatTailPage
+	q := `SELECT id, chat_session_id, run_id, role, content, created_at FROM chat_messages WHERE chat_session_id = ?`
+	for !full {
+		pq, args := q, []any{sessionID}
+		if n := len(newestFirst); n > 0 {
+			last := newestFirst[n-1]
+			pq += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
+			args = append(args, last.CreatedAt, last.CreatedAt, last.ID)
+		}
+		pq += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+		args = append(args, size)
+		var page []ChatMessage
+		if err := s.r.SelectContext(ctx, &page, s.rebind(pq), args...); err != nil {
+			return nil, 0, translate(err)
+		}
+		for _, m := range page {
+			newestFirst = append(newestFirst, m)
+			if used += utf8.RuneCountInString(m.Content); used > budget {
+				full = true
+				break
+			}
+		}
+		if len(page) < size {
+			break
+		}
+		size *= 4
+	}
+	if full {
+		// Only a chat longer than the budget pays for counting the rest.
+		last := newestFirst[len(newestFirst)-1]
+		if err := s.r.GetContext(ctx, &older, s.rebind(`SELECT COUNT(*) FROM chat_messages
+ WHERE chat_session_id = ? AND (created_at < ? OR (created_at = ? AND id < ?))`), sessionID, last.CreatedAt, last.CreatedAt, last.ID); err != nil {
+			return nil, 0, translate(err)
+		}
+	}
+	slices.Reverse(newestFirst)
+	return newestFirst, older, nil
+}
+
+// DeleteChatMessage removes a turn.
 func (s *Store) DeleteChatMessage(ctx context.Context, id string) error {
 	_, err := s.w.ExecContext(ctx, s.rebind(`DELETE FROM chat_messages WHERE id = ?`), id)
 	return translate(err)
 }
 
-// DeleteChatSession removes a session and its turns (one made for a run
-// that then failed to start).
+// DeleteChatSession removes a session and its turns.
 func (s *Store) DeleteChatSession(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM chat_messages WHERE chat_session_id = ?`), id); err != nil {

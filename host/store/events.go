@@ -50,10 +50,14 @@ type eventWriter struct {
 	mu        sync.Mutex
 	closed    bool
 	listeners []func(core.Envelope)
+	// seeded are next seqs of runs whose first events were logged outside
+	// the writer (StartRun), taken into next at the run's first append so
+	// that it costs no query either.
+	seeded map[string]int64
 }
 
 func newEventWriter(s *Store) *eventWriter {
-	w := &eventWriter{s: s, reqs: make(chan *appendReq, maxBatch), quit: make(chan struct{}), done: make(chan struct{}), next: map[string]int64{}}
+	w := &eventWriter{s: s, reqs: make(chan *appendReq, maxBatch), quit: make(chan struct{}), done: make(chan struct{}), next: map[string]int64{}, seeded: map[string]int64{}}
 	go w.loop()
 	return w
 }
@@ -142,6 +146,12 @@ func (w *eventWriter) assign(ctx context.Context, batch []*appendReq, envs []cor
 	for i, r := range batch {
 		n, ok := w.next[r.run.ID]
 		if !ok {
+			w.mu.Lock()
+			n, ok = w.seeded[r.run.ID]
+			delete(w.seeded, r.run.ID)
+			w.mu.Unlock()
+		}
+		if !ok {
 			var last sql.NullInt64
 			if err := w.s.w.GetContext(ctx, &last, w.s.rebind(`SELECT MAX(seq) FROM run_events WHERE run_id = ?`), r.run.ID); err != nil {
 				return translate(err)
@@ -176,6 +186,18 @@ func (w *eventWriter) insert(ctx context.Context, envs []core.Envelope) error {
 	}
 	_, err := w.s.w.ExecContext(ctx, w.s.rebind(q.String()), args...)
 	return translate(err)
+}
+
+// logged takes note of an event committed outside the writer: its run's
+// next append follows it, and listeners see it now.
+func (w *eventWriter) logged(env core.Envelope) {
+	w.mu.Lock()
+	w.seeded[env.RunID] = env.Seq + 1
+	ls := w.listeners
+	w.mu.Unlock()
+	for _, fn := range ls {
+		fn(env)
+	}
 }
 
 // Append adds an event to a run's log and returns it with its seq. It

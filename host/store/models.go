@@ -97,6 +97,26 @@ func (s *Store) DefaultModelID(ctx context.Context, tenantID string) (string, er
 	return id, translate(err)
 }
 
+// DefaultModelIDs returns a tenant's default and the global one ("" where
+// there is none), in one read: run creation asks for both.
+func (s *Store) DefaultModelIDs(ctx context.Context, tenantID string) (tenantDefault, globalDefault string, err error) {
+	var rows []struct {
+		TenantID string `db:"tenant_id"`
+		ModelID  string `db:"model_id"`
+	}
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT tenant_id, model_id FROM model_defaults WHERE tenant_id IN (?, '')`), tenantID); err != nil {
+		return "", "", translate(err)
+	}
+	for _, r := range rows {
+		if r.TenantID == "" {
+			globalDefault = r.ModelID
+		} else {
+			tenantDefault = r.ModelID
+		}
+	}
+	return tenantDefault, globalDefault, nil
+}
+
 // EngineModelID returns the engine's own id for a model: the tenant's
 // binding wins over the global one; "" when there is none.
 func (s *Store) EngineModelID(ctx context.Context, modelID, tenantID, engine string) (string, error) {

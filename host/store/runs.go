@@ -114,13 +114,64 @@ func (s *Store) CreateRun(ctx context.Context, r *core.Run) error {
 	if !json.Valid(r.Context) && len(r.Context) > 0 {
 		return core.Errf(core.CodeInvalidRequest, "context", "run context is not JSON")
 	}
-	_, err := s.w.NamedExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (
+	_, err := s.w.NamedExecContext(ctx, insertRun, toRunRow(r))
+	return translate(err)
+}
+
+const insertRun = `INSERT INTO runs (` + runColumns + `) VALUES (
  :id, :tenant_id, :app_id, :user_id, :chat_session_id, :base_revision_id, :result_revision_id,
  :prompt, :status, :execution_engine, :engine_run_ref, :requested_model_id, :resolved_model_id,
  :sandbox_backend, :sandbox_id, :sandbox_status, :sandbox_started_at, :pause_reason, :error_code,
  :error_message, :output_text, :input_tokens, :output_tokens, :context, :idempotency_key,
- :idempotency_hash, :created_at, :updated_at, :finished_at)`, toRunRow(r))
-	return translate(err)
+ :idempotency_hash, :created_at, :updated_at, :finished_at)`
+
+// StartRun records a new run in one transaction with what must exist
+// exactly when it does: its chat session when turn.NewSession, the user's
+// turn (turn may be nil) and its first event, accepted, at seq 1. It
+// returns that event as logged; listeners see it like any appended event.
+// A duplicate id or idempotency key is ErrConflict and writes nothing.
+func (s *Store) StartRun(ctx context.Context, r *core.Run, turn *core.ChatTurn, accepted core.EventInput) (core.Envelope, error) {
+	if !json.Valid(r.Context) && len(r.Context) > 0 {
+		return core.Envelope{}, core.Errf(core.CodeInvalidRequest, "context", "run context is not JSON")
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	payload := accepted.Payload
+	if len(payload) == 0 {
+		payload = []byte("{}")
+	}
+	env := core.Envelope{Event: accepted.Type, RunID: r.ID, AppID: r.AppID, Seq: 1, TS: now, Payload: payload, Diagnostics: accepted.Diagnostics}
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		if turn != nil {
+			nowMS := now.UnixMilli()
+			if turn.NewSession {
+				if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at)
+ VALUES (?, ?, ?, ?, ?, ?, ?)`), r.ChatSessionID, r.TenantID, r.AppID, r.UserID, turn.Title, nowMS, nowMS); err != nil {
+					return translate(err)
+				}
+			} else if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), nowMS, r.ChatSessionID); err != nil {
+				return translate(err)
+			}
+			if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
+ VALUES (?, ?, ?, ?, ?, ?)`), turn.MessageID, r.ChatSessionID, r.ID, "user", turn.Content, nowMS); err != nil {
+				return translate(err)
+			}
+		}
+		if _, err := tx.NamedExecContext(ctx, insertRun, toRunRow(r)); err != nil {
+			return translate(err)
+		}
+		var diag any
+		if len(env.Diagnostics) > 0 {
+			diag = string(env.Diagnostics)
+		}
+		_, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) VALUES (?, ?, ?, ?, ?, ?)`),
+			env.RunID, env.Seq, string(env.Event), string(env.Payload), diag, now.UnixMilli())
+		return translate(err)
+	})
+	if err != nil {
+		return core.Envelope{}, err
+	}
+	s.events.logged(env)
+	return env, nil
 }
 
 // GetRun reads a run.
@@ -175,6 +226,50 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*core.Run) err
 		return nil
 	})
 	return out, err
+}
+
+// TransitionRun writes r (its status and every field that changes during
+// a run's life) in one conditional statement: only while the stored run is
+// in one of the from states, and it returns the stored result. A run in
+// another state is left alone and answered with CodeInvalidRunTransition
+// naming both states; a missing one with ErrNotFound. It is the hot path's
+// status change: no read-then-write transaction, no row held locked
+// between round trips. The caller owns the run's row (the orchestrator,
+// for a run it executes), so writing its fields whole loses nothing.
+func (s *Store) TransitionRun(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error) {
+	if len(from) == 0 {
+		return nil, fmt.Errorf("transition run %s: no allowed from-states", r.ID)
+	}
+	row := toRunRow(r)
+	q, args, err := sqlx.In(`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
+ resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
+ error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
+ updated_at = ?, finished_at = ?
+ WHERE id = ? AND status IN (?) RETURNING `+runColumns,
+		row.ResultRevisionID, row.Status, row.EngineRunRef,
+		row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
+		row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
+		row.UpdatedAt, row.FinishedAt, row.ID, from)
+	if err != nil {
+		return nil, err
+	}
+	var out runRow
+	err = s.w.GetContext(ctx, &out, s.rebind(q), args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Not a hot path: say why nothing was written.
+		cur, gerr := s.GetRun(ctx, r.ID)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if cerr := core.CheckTransition(cur.Status, r.Status); cerr != nil {
+			return nil, cerr
+		}
+		return nil, &core.Error{Code: core.CodeInvalidRunTransition, Message: fmt.Sprintf("run %s is %s, which this change did not expect", r.ID, cur.Status)}
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return out.toRun(), nil
 }
 
 // GetRunByIdempotencyKey finds the run a tenant created with a key, or

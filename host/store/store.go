@@ -85,12 +85,16 @@ func OpenNoMigrate(ctx context.Context, databaseURL, dataDir string) (*Store, er
 
 func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	if strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://") {
+		databaseURL, err := oneTripQueries(databaseURL)
+		if err != nil {
+			return nil, err
+		}
 		db, err := sqlx.Open("postgres", databaseURL)
 		if err != nil {
 			return nil, err
 		}
 		db.SetMaxOpenConns(32)
-		db.SetMaxIdleConns(8)
+		db.SetMaxIdleConns(postgresIdleConns)
 		db.SetConnMaxIdleTime(5 * time.Minute)
 		if err := db.PingContext(ctx); err != nil {
 			db.Close()
@@ -140,10 +144,48 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r}, nil
 }
 
+// oneTripQueries turns on lib/pq's binary_parameters unless the URL says
+// otherwise. Without it every query with arguments costs two round trips
+// (prepare and describe, then bind and execute), each ending in a Sync that
+// the server counts as a transaction of its own: a mock turn's reads and
+// autocommitted writes were counted twice. With it a query is one message
+// batch; []byte arguments go in binary, which the server reads as the
+// column's own type (text and bytea alike; JSON is stored as TEXT here).
+func oneTripQueries(databaseURL string) (string, error) {
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		// Not err itself: it quotes the URL, password and all.
+		return "", errors.New("the PostgreSQL database URL is not a valid URL")
+	}
+	q := u.Query()
+	if q.Get("binary_parameters") == "" {
+		q.Set("binary_parameters", "yes")
+		u.RawQuery = q.Encode()
+	}
+	return u.String(), nil
+}
+
+// postgresIdleConns is how many idle PostgreSQL connections the pool keeps:
+// enough for a busy host's bursts without holding server backends for
+// nothing.
+const postgresIdleConns = 8
+
 func (s *Store) dsn() string { return s.connStr }
 
 // Dialect reports which database this is.
 func (s *Store) Dialect() Dialect { return s.dialect }
+
+// DropIdleConnections closes the PostgreSQL connections no query is using
+// (the pool opens new ones as needed). Benchmarks use it to make the server
+// flush the statistics its backends keep until they exit
+// (pg_stat_database). It does nothing on SQLite.
+func (s *Store) DropIdleConnections() {
+	if s.dialect != Postgres {
+		return
+	}
+	s.w.SetMaxIdleConns(0)
+	s.w.SetMaxIdleConns(postgresIdleConns)
+}
 
 // Close flushes pending event appends and closes the connections.
 func (s *Store) Close() error {

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,6 +86,28 @@ func (m *Memory) UpdateRun(_ context.Context, id string, fn func(*core.Run) erro
 		return nil, err
 	}
 	m.runs[id] = &cp
+	out := cp
+	m.notifyLocked()
+	return &out, nil
+}
+
+// TransitionRun stores a copy of r if the stored run is in one of the
+// from states.
+func (m *Memory) TransitionRun(_ context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.runs[r.ID]
+	if !ok {
+		return nil, core.Errf(core.CodeNotFound, "run_id", "no run %s", r.ID)
+	}
+	if !slices.Contains(from, cur.Status) {
+		if err := core.CheckTransition(cur.Status, r.Status); err != nil {
+			return nil, err
+		}
+		return nil, core.Errf(core.CodeInvalidRunTransition, "", "run %s is %s, which this change did not expect", r.ID, cur.Status)
+	}
+	cp := *r
+	m.runs[r.ID] = &cp
 	out := cp
 	m.notifyLocked()
 	return &out, nil

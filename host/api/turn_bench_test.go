@@ -1,0 +1,122 @@
+package api_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/internal/testenv"
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkMockTurn: one chat turn as a client sees it, sequential in one
+// chat: POST …/runs, then the stream until the terminal event (mock engine
+// saying "ok": 7 events; real plugins). On PostgreSQL it also reports the
+// transactions committed per turn, from the server's own statistics for a
+// database the benchmark has to itself.
+func BenchmarkMockTurn(b *testing.B) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		b.Run(dialect, func(b *testing.B) {
+			configDir := testenv.PluginConfigDir(b, "mock", "local", "patch")
+			var e *env
+			var stats *pgStats
+			if dialect == "postgres" {
+				stats = ownDatabase(b)
+				e = startEnvIn(b, "sqlite", configDir, func(c *config.Host) { c.DatabaseURL = stats.url })
+			} else {
+				e = startEnvIn(b, dialect, configDir)
+			}
+			app := e.createApp(e.tokenA)
+			first := e.mockTurn(app, "", "say ok")
+			require.Equal(b, "run.completed", first.terminal, first.payload)
+			before := stats.commits(e, first.runID)
+			lat := make([]time.Duration, 0, b.N)
+			last := first.runID
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				turn := e.mockTurn(app, first.chatID, "say ok")
+				lat = append(lat, time.Since(start))
+				last = turn.runID
+				if turn.terminal != "run.completed" {
+					b.Fatalf("turn %d: %s", i, turn.payload)
+				}
+			}
+			b.StopTimer()
+			reportPercentiles(b, lat, "")
+			if stats != nil {
+				b.ReportMetric(float64(stats.commits(e, last)-before)/float64(b.N), "xacts/turn")
+			}
+		})
+	}
+}
+
+// pgStats reads a benchmark's own PostgreSQL database's statistics.
+type pgStats struct {
+	url   string
+	name  string
+	admin *sqlx.DB // connected to TEST_DATABASE_URL's database, not url's
+	tb    testing.TB
+}
+
+// ownDatabase makes a database for the benchmark alone (a schema, as the
+// tests use, would share its statistics with everything else run on the
+// server), dropped at the end.
+func ownDatabase(tb testing.TB) *pgStats {
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		tb.Skip("TEST_DATABASE_URL not set: PostgreSQL variant skipped")
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	name := "bench_" + hex.EncodeToString(r[:])
+	admin, err := sqlx.Open("postgres", base)
+	require.NoError(tb, err)
+	_, err = admin.Exec("CREATE DATABASE " + name)
+	require.NoError(tb, err)
+	// Registered before the host starts, so it runs after the host closed.
+	tb.Cleanup(func() {
+		_, _ = admin.Exec("DROP DATABASE " + name + " WITH (FORCE)")
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	require.NoError(tb, err)
+	u.Path = "/" + name
+	return &pgStats{url: u.String(), name: name, admin: admin, tb: tb}
+}
+
+// commits is the database's committed transactions once the run (the
+// latest) has finished recording itself. A backend reports its counts to
+// the server's statistics only from time to time and when it exits, so the
+// host's idle connections are closed and their backends awaited: then every
+// transaction so far is counted.
+func (p *pgStats) commits(e *env, runID string) int64 {
+	if p == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e.h.Orch.AwaitFinished(ctx, runID)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.h.Store.DropIdleConnections()
+		var n int
+		require.NoError(p.tb, p.admin.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, p.name))
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.tb.Fatalf("%d backends of %s still open", n, p.name)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server's view; no event to wait on
+	}
+	var commits int64
+	require.NoError(p.tb, p.admin.Get(&commits, `SELECT xact_commit FROM pg_stat_database WHERE datname = $1`, p.name))
+	return commits
+}

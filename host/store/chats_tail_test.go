@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestChatTail: the newest turns that fit the budget plus the first that
+// does not, oldest first, and how many older ones were not read, across
+// pages and turns written in the same millisecond.
+func TestChatTail(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
+		require.NoError(t, err)
+		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_1", TenantID: "t1", AppID: "app1", UserID: user, Title: "t"}))
+		const n = 3*chatTailPage + 5
+		for i := 0; i < n; i++ {
+			require.NoError(t, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%04d", i), ChatSessionID: "chat_1", Role: "user", Content: strings.Repeat("é", 10)}))
+		}
+		ids := func(ms []ChatMessage) []string {
+			out := make([]string, len(ms))
+			for i, m := range ms {
+				out[i] = m.ID
+			}
+			return out
+		}
+
+		tail, older, err := s.ChatTail(ctx, "chat_1", 25)
+		require.NoError(t, err)
+		assert.Equal(t, []string{fmt.Sprintf("msg_%04d", n-3), fmt.Sprintf("msg_%04d", n-2), fmt.Sprintf("msg_%04d", n-1)}, ids(tail),
+			"two fit in 25 runes, the third is the first that does not")
+		assert.Equal(t, n-3, older)
+
+		tail, older, err = s.ChatTail(ctx, "chat_1", 10*(chatTailPage+3))
+		require.NoError(t, err)
+		assert.Len(t, tail, chatTailPage+4, "read across pages")
+		assert.Equal(t, n-chatTailPage-4, older)
+		assert.Equal(t, fmt.Sprintf("msg_%04d", n-1), tail[len(tail)-1].ID, "oldest first")
+
+		all, err := s.ChatMessages(ctx, "chat_1")
+		require.NoError(t, err)
+		tail, older, err = s.ChatTail(ctx, "chat_1", 1_000_000)
+		require.NoError(t, err)
+		assert.Equal(t, ids(all), ids(tail), "a chat within the budget is read whole")
+		assert.Zero(t, older)
+
+		tail, older, err = s.ChatTail(ctx, "chat_none", 100)
+		require.NoError(t, err)
+		assert.Empty(t, tail)
+		assert.Zero(t, older)
+	})
+}
