@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"encoding/json"
 	"github.com/agenthost/agenthost/sdk/toolpack"
@@ -66,6 +67,34 @@ func BenchmarkWorkspaceIndex10k(b *testing.B) { benchIndex(b, `{"max_files":1000
 // BenchmarkWorkspaceIndexNoOutline10k: path, size, sha256 and language.
 func BenchmarkWorkspaceIndexNoOutline10k(b *testing.B) {
 	benchIndex(b, `{"max_files":10000,"outline":false}`)
+}
+
+// BenchmarkWorkspaceIndexWarm10k: the full index (outlines on) of an
+// unchanged workspace called again, the case an agent repeating the call
+// within a run hits: the workspace's hashes and the toolpack's outlines are
+// cached, and no file is read.
+func BenchmarkWorkspaceIndexWarm10k(b *testing.B) {
+	dir := benchTree(b)
+	ws, err := dirfs.New(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// dirfs caches no hash of a file changed within its 2 s racy window;
+	// wait it out, as any tree an agent indexes twice has.
+	time.Sleep(2100 * time.Millisecond)
+	p := New()
+	call := func() {
+		res, err := p.Call(b.Context(), toolpack.Call{Tool: "coding_agent_workspace_index", Input: json.RawMessage(`{"max_files":10000}`)}, ws)
+		if err != nil || !res.OK {
+			b.Fatalf("%v %+v", err, res.Error)
+		}
+	}
+	call() // the cold call fills the caches
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		call()
+	}
 }
 
 // BenchmarkGitLsFiles10k lists the same tree with its blob hashes from git's

@@ -81,7 +81,10 @@ func workspaceIndex(ctx context.Context, _ Config, raw json.RawMessage, ws works
 	if te != nil {
 		return failed(te), nil
 	}
-	files, skipped, truncated, err := listFiles(ctx, ws, dir, maxFiles, !withOutline)
+	// Hashes always come from the listing: a workspace that keeps them by
+	// stat (dirfs does) answers an unchanged tree without reading a file,
+	// and the hash is then the key of the file's cached outline.
+	files, skipped, truncated, err := listFiles(ctx, ws, dir, maxFiles, true)
 	if err != nil {
 		return wsFailed(err, "path", dir)
 	}
@@ -90,33 +93,52 @@ func workspaceIndex(ctx context.Context, _ Config, raw json.RawMessage, ws works
 		out.Files[i] = indexedFile{Path: f.Path, Size: f.Size, SHA256: f.SHA256, Language: outline.Language(f.Path)}
 	}
 	if withOutline {
-		// Read what an outline needs; the hash comes from the same bytes.
-		var paths []string
-		var at []int
-		for i, f := range files {
-			if f.Size <= MaxTextFileBytes {
-				paths = append(paths, f.Path)
-				at = append(at, i)
-			}
-		}
-		var mu sync.Mutex
-		err := readMany(ctx, ws, paths, func(j int, data []byte) {
-			f := &out.Files[at[j]]
-			sum := sha256Hex(data)
-			binary := isBinary(data)
-			var syms []outline.Symbol
-			if !binary && maxSymbols > 0 && f.Language != "" {
-				syms = outline.Outline(f.Language, data, maxSymbols)
-			}
-			mu.Lock()
-			f.SHA256, f.Binary, f.Symbols = sum, binary, syms
-			mu.Unlock()
-		}, func(int) {})
-		if err != nil {
+		if err := outlineFiles(ctx, ws, out.Files, maxSymbols); err != nil {
 			return plugin.ToolResult{}, fmt.Errorf("workspace index: %w", err)
 		}
 	}
 	return plugin.ToolOK(out), nil
+}
+
+// outlines is shared by every call of the process: see outlineKey for why
+// that is safe across workspaces.
+var outlines = newOutlineCache(maxOutlineEntries)
+
+// outlineFiles fills in Binary and Symbols of the text-sized files, from
+// the cache for content already outlined and by reading the rest.
+func outlineFiles(ctx context.Context, ws workspace.Workspace, files []indexedFile, maxSymbols int) error {
+	var paths []string
+	var at []int
+	for i := range files {
+		f := &files[i]
+		if f.Size > MaxTextFileBytes {
+			continue
+		}
+		// A workspace that lists no hash leaves the file to be read.
+		if f.SHA256 != "" {
+			if e, ok := outlines.get(outlineKey{f.SHA256, f.Language, maxSymbols}); ok {
+				f.Binary, f.Symbols = e.binary, e.symbols
+				continue
+			}
+		}
+		paths = append(paths, f.Path)
+		at = append(at, i)
+	}
+	var mu sync.Mutex
+	return readMany(ctx, ws, paths, func(j int, data []byte) {
+		f := &files[at[j]]
+		// The hash comes from the bytes outlined, so the two agree even
+		// when the file changed after it was listed.
+		sum := sha256Hex(data)
+		e := outlineEntry{binary: isBinary(data)}
+		if !e.binary && maxSymbols > 0 && f.Language != "" {
+			e.symbols = outline.Outline(f.Language, data, maxSymbols)
+		}
+		outlines.put(outlineKey{sum, f.Language, maxSymbols}, e)
+		mu.Lock()
+		f.SHA256, f.Binary, f.Symbols = sum, e.binary, e.symbols
+		mu.Unlock()
+	}, func(int) {})
 }
 
 // listFiles lists the regular files under dir without walking blocked

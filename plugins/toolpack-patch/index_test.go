@@ -1,9 +1,14 @@
 package patch
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/plugins/toolpack-patch/internal/outline"
+	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -90,4 +95,91 @@ func TestCollectContext(t *testing.T) {
 
 	requireFailure(t, callOn(t, ws, "coding_agent_collect_context", `{"query":"x","budget_bytes":10}`, nil), CodeInputInvalid, "budget_bytes")
 	requireFailure(t, callOn(t, ws, "coding_agent_collect_context", `{}`, nil), CodeInputInvalid, "query")
+}
+
+// indexEntry indexes ws and returns the entry of path p.
+func indexEntry(t *testing.T, ws *dirfs.FS, p string) indexedFile {
+	t.Helper()
+	var out workspaceIndexOutput
+	res := callOn(t, ws, "coding_agent_workspace_index", `{}`, &out)
+	require.True(t, res.OK, "%+v", res.Error)
+	for _, f := range out.Files {
+		if f.Path == p {
+			return f
+		}
+	}
+	t.Fatalf("%s is not in the index", p)
+	return indexedFile{}
+}
+
+// TestWorkspaceIndexSeesChangedFile: a file rewritten with the same size
+// and its modification time put back shows its new hash and outline, even
+// once both layers of cache (the workspace's hashes, the toolpack's
+// outlines) hold the old ones.
+func TestWorkspaceIndexSeesChangedFile(t *testing.T) {
+	before, after := "export function Alpha() {}\n", "export function Bravo() {}\n"
+	require.Len(t, after, len(before))
+	ws, dir := realWorkspace(t, map[string]string{"src/a.ts": before, "src/b.ts": "export const B = 1\n"})
+	full := filepath.Join(dir, "src", "a.ts")
+	fi, err := os.Stat(full)
+	require.NoError(t, err)
+	// dirfs caches no hash of a file changed within the last 2 s (its
+	// racy window); wait it out so that the cached path is the one tested.
+	time.Sleep(2100 * time.Millisecond)
+
+	for range 2 { // the second call is served from the caches
+		a := indexEntry(t, ws, "src/a.ts")
+		assert.Equal(t, sha(before), a.SHA256)
+		require.NotEmpty(t, a.Symbols)
+		assert.Equal(t, "Alpha", a.Symbols[0].Name)
+	}
+
+	require.NoError(t, os.WriteFile(full, []byte(after), 0o644))
+	require.NoError(t, os.Chtimes(full, fi.ModTime(), fi.ModTime()))
+	a := indexEntry(t, ws, "src/a.ts")
+	assert.Equal(t, int64(len(after)), a.Size)
+	assert.Equal(t, sha(after), a.SHA256, "a changed file never shows its old hash")
+	require.NotEmpty(t, a.Symbols)
+	assert.Equal(t, "Bravo", a.Symbols[0].Name, "nor its old outline")
+
+	// And back: the old content's cached outline is right for it again.
+	require.NoError(t, os.WriteFile(full, []byte(before), 0o644))
+	a = indexEntry(t, ws, "src/a.ts")
+	assert.Equal(t, sha(before), a.SHA256)
+	assert.Equal(t, "Alpha", a.Symbols[0].Name)
+}
+
+// TestWorkspaceIndexWorkspacesApart: one toolpack indexing two workspaces
+// that hold different content at the same path gives each its own.
+func TestWorkspaceIndexWorkspacesApart(t *testing.T) {
+	one, _ := realWorkspace(t, map[string]string{"src/a.ts": "export function One() {}\n"})
+	two, _ := realWorkspace(t, map[string]string{"src/a.ts": "export function Two() {}\n"})
+	for range 2 {
+		a, b := indexEntry(t, one, "src/a.ts"), indexEntry(t, two, "src/a.ts")
+		assert.Equal(t, sha("export function One() {}\n"), a.SHA256)
+		assert.Equal(t, "One", a.Symbols[0].Name)
+		assert.Equal(t, sha("export function Two() {}\n"), b.SHA256)
+		assert.Equal(t, "Two", b.Symbols[0].Name)
+	}
+}
+
+func TestOutlineCacheBounded(t *testing.T) {
+	c := newOutlineCache(3)
+	key := func(i int) outlineKey { return outlineKey{sha: fmt.Sprint(i), language: "ts", maxSymbols: 50} }
+	for i := range 3 {
+		c.put(key(i), outlineEntry{symbols: []outline.Symbol{{Name: fmt.Sprint(i)}}})
+	}
+	_, ok := c.get(key(0))
+	require.True(t, ok)
+	for i := 3; i < 100; i++ {
+		c.put(key(i), outlineEntry{})
+		assert.LessOrEqual(t, c.len(), 2*3, "two generations at most")
+	}
+	_, ok = c.get(key(0))
+	assert.False(t, ok, "an entry unused for two generations is dropped")
+	e, ok := c.get(key(99))
+	assert.True(t, ok, "the newest entry is kept")
+	assert.Empty(t, e.symbols)
+	_, ok = c.get(outlineKey{sha: "99", language: "ts", maxSymbols: 10})
+	assert.False(t, ok, "another symbol cap is another outline")
 }
