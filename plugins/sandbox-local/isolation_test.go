@@ -19,11 +19,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// requireRootEnv, set to 1 (.ci/run sets it), makes the root-only tests
+// fail instead of skipping when the suite does not run as root, so CI
+// never silently skips the isolation checks.
+const requireRootEnv = "AGENTHOST_REQUIRE_ROOT"
+
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if !dropping() {
-		t.Skip("the plugin drops to sandbox uids only when it runs as root; run the tests as root on Linux (CI does)")
+	if dropping() {
+		return
 	}
+	if os.Getenv(requireRootEnv) == "1" {
+		t.Fatalf("%s=1 but the tests do not run as root: the uid isolation tests cannot run", requireRootEnv)
+	}
+	t.Skip("the plugin drops to sandbox uids only when it runs as root; run the tests as root on Linux (CI does)")
 }
 
 // exec runs argv in a sandbox and fails the test on a transport error.

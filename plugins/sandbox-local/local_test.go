@@ -244,9 +244,7 @@ func TestLeftoversAreSwept(t *testing.T) {
 // the sandbox uids' reach; the plugin moves it under FallbackRootDir and
 // its commands run.
 func TestUnreachableDefaultRootFallsBack(t *testing.T) {
-	if !dropping() {
-		t.Skip("only a root plugin runs commands as other uids")
-	}
+	requireRoot(t) // only a root plugin runs commands as other uids
 	ctx := context.Background()
 	private := filepath.Join(t.TempDir(), "home")
 	require.NoError(t, os.MkdirAll(private, 0o700))
