@@ -17,7 +17,8 @@ import (
 // are do not count (core.FileLimits.Check), so an app over them can always
 // be edited back under them.
 func (s *Server) checkFiles(files, prev []sandbox.File) error {
-	v := s.deps.Limits.Check(sizedFiles(files), sizedFiles(prev))
+	limit := s.deps.Limits.WithDefaults().MaxFileBytes
+	v := s.deps.Limits.Check(sizedFiles(files, limit), sizedFiles(prev, limit))
 	if len(v) == 0 {
 		return nil
 	}
@@ -32,14 +33,21 @@ func (s *Server) checkFiles(files, prev []sandbox.File) error {
 	return core.Errf(core.CodeFilesTooLarge, field, "%s", strings.Join(msgs, "; "))
 }
 
-func sizedFiles(files []sandbox.File) []core.SizedFile {
+// sizedFiles describes files for the limit check. Only a file over the
+// per-file limit needs its digest (to tell one kept as it was from one
+// changed), so only those are hashed: the store digests every file again
+// when it writes them.
+func sizedFiles(files []sandbox.File, limit int64) []core.SizedFile {
 	if files == nil {
 		return nil
 	}
 	out := make([]core.SizedFile, len(files))
 	for i, f := range files {
-		sum := sha256.Sum256(f.Data)
-		out[i] = core.SizedFile{Path: f.Path, Size: int64(len(f.Data)), SHA256: hex.EncodeToString(sum[:])}
+		out[i] = core.SizedFile{Path: f.Path, Size: int64(len(f.Data))}
+		if out[i].Size > limit {
+			sum := sha256.Sum256(f.Data)
+			out[i].SHA256 = hex.EncodeToString(sum[:])
+		}
 	}
 	return out
 }
