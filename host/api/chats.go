@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"net/http"
@@ -182,21 +181,20 @@ func historyTail(msgs []store.ChatMessage, older, budget int) []engine.Message {
 	return kept
 }
 
-// RecordAssistantTurn stores a finished run's answer in its chat session
-// (wired as the orchestrator's OnFinished hook).
-func RecordAssistantTurn(st *store.Store) func(ctx context.Context, run *core.Run) {
-	return func(ctx context.Context, run *core.Run) {
-		if run.ChatSessionID == "" {
-			return
-		}
-		content := run.OutputText
-		if content == "" && run.Status != core.RunCompleted {
-			content = fmt.Sprintf("(run %s: %s)", run.Status, run.ErrorCode)
-		}
-		if content == "" {
-			return
-		}
-		_ = st.AddChatMessage(ctx, store.ChatMessage{ID: MessageID(), ChatSessionID: run.ChatSessionID,
-			RunID: sql.NullString{String: run.ID, Valid: true}, Role: "assistant", Content: content})
+// AssistantTurn is the chat's assistant turn for a finished run: its
+// answer, or a line saying how it ended when it has none (nil when the run
+// is not in a chat, or completed saying nothing). The orchestrator records
+// it with the run's end, in one transaction.
+func AssistantTurn(run *core.Run) *core.ChatTurn {
+	if run.ChatSessionID == "" {
+		return nil
 	}
+	content := run.OutputText
+	if content == "" && run.Status != core.RunCompleted {
+		content = fmt.Sprintf("(run %s: %s)", run.Status, run.ErrorCode)
+	}
+	if content == "" {
+		return nil
+	}
+	return &core.ChatTurn{MessageID: MessageID(), Content: content}
 }

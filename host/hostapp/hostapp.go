@@ -63,10 +63,8 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	}
 	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
 	met := metrics.New()
-	recordTurn := api.RecordAssistantTurn(st)
 	orch := orchestrator.New(mgr, st, st, apply.NewWithLimits(st, cfg.FileLimits()), orchestrator.Options{Limits: cfg.FileLimits(), Logger: log, ToolTimeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
-		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second, OnFinished: func(ctx context.Context, run *core.Run) {
-			recordTurn(ctx, run)
+		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second, AssistantTurn: api.AssistantTurn, OnFinished: func(_ context.Context, run *core.Run) {
 			met.ObserveRun(run)
 		}})
 	mgr.SetCallbacks(orch, orch.Workspace)

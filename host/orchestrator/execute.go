@@ -350,9 +350,6 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	// Nothing of this run touches the sandbox any more: the engine has
 	// returned, its workspace lease is revoked and the result is applied.
 	o.releaseWarm(ar, keepWarm)
-	if err := o.emitWith(ctx, ar, NewEvent{Type: typ, Diagnostics: out.diagnostics}, payload); err != nil {
-		o.log.Error("emit terminal event", "run", run.ID, "error", err)
-	}
 	now := time.Now().UTC()
 	ar.mark("total", now.Sub(ar.run.CreatedAt))
 	final := func(r *core.Run) {
@@ -369,20 +366,7 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 			}
 		}
 	}
-	// The finish hook (the chat's assistant turn, metrics) runs before the
-	// final status is written: a client that sees the run finished must
-	// find its turn recorded.
-	if o.opts.OnFinished != nil {
-		ar.mu.Lock()
-		done := *ar.run
-		ar.mu.Unlock()
-		final(&done)
-		done.Status, done.Context = out.status, ar.withTimings(done.Context)
-		o.opts.OnFinished(ctx, &done)
-	}
-	if err := o.setStatus(ctx, ar, out.status, final); err != nil {
-		o.log.Error("record final state", "run", run.ID, "error", err)
-	}
+	o.recordEnd(ctx, ar, NewEvent{Type: typ, Diagnostics: out.diagnostics}, payload, out.status, final)
 	o.mu.Lock()
 	delete(o.active, run.ID)
 	o.mu.Unlock()

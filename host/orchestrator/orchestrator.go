@@ -32,8 +32,13 @@ type Options struct {
 	CrashGrace time.Duration
 	Logger     hclog.Logger
 	// OnFinished, when set, is called with a run's final state after its
-	// terminal event (the chat records the assistant's turn here).
+	// terminal event (metrics; without a RunFinisher, the chat records the
+	// assistant's turn here).
 	OnFinished func(ctx context.Context, run *core.Run)
+	// AssistantTurn, when set, is the chat's assistant turn for a
+	// finished run (nil for none); it is recorded with the run's end in
+	// one transaction when the event log is a RunFinisher.
+	AssistantTurn func(run *core.Run) *core.ChatTurn
 	// SandboxReuse keeps a chat session's sandbox between its runs
 	// (refreshed from the run's base files each time) instead of one
 	// sandbox per run; SandboxTTL is how long an idle one is kept
@@ -339,6 +344,8 @@ type activeRun struct {
 	sandboxH  pluginmgr.Handle
 	toolpacks map[string]int // toolpack name → calls in flight
 	pending   *pendingPermission
+	// queued are the run's events on their way to the log.
+	queued *pendingEvents
 	streamed  bool
 	output    []byte
 	// timings are the run's timing_metrics_ms; engineCalled is when the
@@ -386,6 +393,7 @@ func newActiveRun(run *core.Run, req StartRequest) *activeRun {
 	return &activeRun{
 		req: req, run: run, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		cancelled: make(chan struct{}), toolpacks: map[string]int{}, openCalls: map[string]string{}, engineCalls: map[string]int{}, timings: map[string]int64{},
+		queued: newPendingEvents(),
 	}
 }
 
@@ -541,8 +549,7 @@ func (o *Orchestrator) emitClosing(ctx context.Context, ar *activeRun, ev NewEve
 	// Appends hold the run's lock so that concurrent emitters (the event
 	// stream and tool callbacks) get seqs in the order they decided, and no
 	// event can slip in after the terminal one.
-	_, err := o.events.Append(context.WithoutCancel(ctx), ar.run, ev)
-	return err
+	return o.appendLocked(ctx, ar, ev)
 }
 
 // setStatus records a state change, refusing illegal transitions. The run's

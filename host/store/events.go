@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/jmoiron/sqlx"
 )
 
 // maxBatch caps one group commit: big enough that 50 busy runs share a
@@ -21,15 +22,28 @@ const maxBatch = 500
 var errLogClosed = errors.New("event log is closed")
 
 type appendReq struct {
-	run  *core.Run
-	ev   core.EventInput
-	done chan appendResult
+	run *core.Run
+	ev  core.EventInput
+	// done is called once with the outcome, from the writer's goroutine,
+	// after the event's transaction ended.
+	done func(appendResult)
+	// tail, when set, runs in the same transaction as the event, after
+	// it: what must be durable exactly when the event is (FinishRun). An
+	// error from it fails the whole batch; a refusal it can live with
+	// goes into its result instead.
+	tail func(ctx context.Context, tx *sqlx.Tx, env core.Envelope) (any, error)
 }
 
 type appendResult struct {
-	env core.Envelope
-	err error
+	env  core.Envelope
+	err  error
+	tail any
 }
+
+// errEarlierLost is what an event fails with when an event of the same run
+// queued before it did not reach the log: logging it would leave a hole in
+// what the run said, under a seq that looks gap-free.
+var errEarlierLost = errors.New("an earlier event of this run was not logged")
 
 // eventWriter is the event log's group commit: one goroutine takes every
 // pending append, from every run, and writes them in one transaction, so
@@ -54,10 +68,16 @@ type eventWriter struct {
 	// the writer (StartRun), taken into next at the run's first append so
 	// that it costs no query either.
 	seeded map[string]int64
+
+	// broken holds, per run, why an event of it failed to commit: later
+	// events of that run queued behind it fail too (errEarlierLost), until
+	// a terminal event, which its caller sends after learning of the
+	// failure, clears it. Touched by the writer's goroutine only.
+	broken map[string]error
 }
 
 func newEventWriter(s *Store) *eventWriter {
-	w := &eventWriter{s: s, reqs: make(chan *appendReq, maxBatch), quit: make(chan struct{}), done: make(chan struct{}), next: map[string]int64{}, seeded: map[string]int64{}}
+	w := &eventWriter{s: s, reqs: make(chan *appendReq, maxBatch), quit: make(chan struct{}), done: make(chan struct{}), next: map[string]int64{}, seeded: map[string]int64{}, broken: map[string]error{}}
 	go w.loop()
 	return w
 }
@@ -106,22 +126,31 @@ func (w *eventWriter) loop() {
 }
 
 func (w *eventWriter) commit(batch []*appendReq) {
+	batch = w.dropBroken(batch)
+	if len(batch) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	envs := make([]core.Envelope, len(batch))
+	tails := make([]any, len(batch))
 	err := w.assign(ctx, batch, envs, now)
 	if err == nil {
-		err = w.insert(ctx, envs)
+		err = w.write(ctx, batch, envs, tails)
 	}
 	if err != nil {
 		// Nothing of this batch is in the log: forget cached seqs so the
-		// next append re-reads the truth.
+		// next append re-reads the truth, and hold back what each run
+		// queued behind it.
 		for _, r := range batch {
 			delete(w.next, r.run.ID)
+			if !r.ev.Type.Terminal() {
+				w.broken[r.run.ID] = err
+			}
 		}
 		for _, r := range batch {
-			r.done <- appendResult{err: fmt.Errorf("append %s to run %s: %w", r.ev.Type, r.run.ID, err)}
+			r.done(appendResult{err: fmt.Errorf("append %s to run %s: %w", r.ev.Type, r.run.ID, err)})
 		}
 		return
 	}
@@ -129,7 +158,7 @@ func (w *eventWriter) commit(batch []*appendReq) {
 		if r.ev.Type.Terminal() {
 			delete(w.next, r.run.ID)
 		}
-		r.done <- appendResult{env: envs[i]}
+		r.done(appendResult{env: envs[i], tail: tails[i]})
 	}
 	w.mu.Lock()
 	ls := w.listeners
@@ -139,6 +168,58 @@ func (w *eventWriter) commit(batch []*appendReq) {
 			fn(e)
 		}
 	}
+}
+
+// dropBroken fails the requests of runs whose earlier event did not
+// commit, and returns the rest. A terminal event goes through: its caller
+// has learnt of the failure (it waited for every earlier event first).
+func (w *eventWriter) dropBroken(batch []*appendReq) []*appendReq {
+	if len(w.broken) == 0 {
+		return batch
+	}
+	kept := batch[:0]
+	for _, r := range batch {
+		cause, ok := w.broken[r.run.ID]
+		switch {
+		case !ok:
+			kept = append(kept, r)
+		case r.ev.Type.Terminal():
+			delete(w.broken, r.run.ID)
+			kept = append(kept, r)
+		default:
+			r.done(appendResult{err: fmt.Errorf("append %s to run %s: %w: %w", r.ev.Type, r.run.ID, errEarlierLost, cause)})
+		}
+	}
+	return kept
+}
+
+// write inserts the batch, in one transaction with the tails when any
+// request has one.
+func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core.Envelope, tails []any) error {
+	withTail := false
+	for _, r := range batch {
+		withTail = withTail || r.tail != nil
+	}
+	if !withTail {
+		_, err := w.s.w.ExecContext(ctx, w.s.rebind(insertEvents(len(envs))), eventArgs(envs)...)
+		return translate(err)
+	}
+	return w.s.tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(insertEvents(len(envs))), eventArgs(envs)...); err != nil {
+			return translate(err)
+		}
+		for i, r := range batch {
+			if r.tail == nil {
+				continue
+			}
+			out, err := r.tail(ctx, tx, envs[i])
+			if err != nil {
+				return err
+			}
+			tails[i] = out
+		}
+		return nil
+	})
 }
 
 // assign gives each event its run's next seq.
@@ -168,24 +249,31 @@ func (w *eventWriter) assign(ctx context.Context, batch []*appendReq, envs []cor
 	return nil
 }
 
-// insert writes the batch as one multi-row INSERT in one transaction.
-func (w *eventWriter) insert(ctx context.Context, envs []core.Envelope) error {
+// insertEvents is a multi-row INSERT of n events.
+func insertEvents(n int) string {
 	var q strings.Builder
+	q.Grow(90 + n*20)
 	q.WriteString(`INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) VALUES `)
-	args := make([]any, 0, len(envs)*6)
-	for i, e := range envs {
+	for i := 0; i < n; i++ {
 		if i > 0 {
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?, ?, ?, ?, ?)")
+	}
+	return q.String()
+}
+
+// eventArgs are insertEvents' arguments for envs.
+func eventArgs(envs []core.Envelope) []any {
+	args := make([]any, 0, len(envs)*6)
+	for _, e := range envs {
 		var diag any
 		if len(e.Diagnostics) > 0 {
 			diag = string(e.Diagnostics)
 		}
 		args = append(args, e.RunID, e.Seq, string(e.Event), string(e.Payload), diag, e.TS.UnixMilli())
 	}
-	_, err := w.s.w.ExecContext(ctx, w.s.rebind(q.String()), args...)
-	return translate(err)
+	return args
 }
 
 // logged takes note of an event committed outside the writer: its run's
@@ -205,25 +293,51 @@ func (w *eventWriter) logged(env core.Envelope) {
 // concurrently if they need call order to be seq order (the orchestrator
 // holds the run's lock).
 func (s *Store) Append(ctx context.Context, run *core.Run, ev core.EventInput) (core.Envelope, error) {
+	res, err := s.appendWait(ctx, &appendReq{run: run, ev: ev})
+	return res.env, err
+}
+
+// Enqueue queues an event for a run's log and returns at once; done is
+// called with the logged event (or why it was not logged) once its
+// transaction ended, from the log's writer: it must not block. Per run,
+// events are logged in the order they were queued, each with the next seq;
+// when one fails, the run's events queued after it fail too, until a
+// terminal event. Only committed events reach OnAppend's listeners, so a
+// reader never sees what the engine said ahead of the log. It blocks only
+// while the log's queue is full (backpressure), until ctx ends.
+func (s *Store) Enqueue(ctx context.Context, run *core.Run, ev core.EventInput, done func(core.Envelope, error)) error {
+	return s.enqueue(ctx, &appendReq{run: run, ev: ev, done: func(r appendResult) { done(r.env, r.err) }})
+}
+
+func (s *Store) enqueue(ctx context.Context, req *appendReq) error {
 	w := s.events
 	w.mu.Lock()
 	closed := w.closed
 	w.mu.Unlock()
 	if closed {
-		return core.Envelope{}, errLogClosed
+		return errLogClosed
 	}
-	req := &appendReq{run: run, ev: ev, done: make(chan appendResult, 1)}
 	select {
 	case w.reqs <- req:
+		return nil
 	case <-w.quit:
-		return core.Envelope{}, errLogClosed
+		return errLogClosed
 	case <-ctx.Done():
-		return core.Envelope{}, ctx.Err()
+		return ctx.Err()
+	}
+}
+
+// appendWait queues req and waits for its outcome.
+func (s *Store) appendWait(ctx context.Context, req *appendReq) (appendResult, error) {
+	ch := make(chan appendResult, 1)
+	req.done = func(r appendResult) { ch <- r }
+	if err := s.enqueue(ctx, req); err != nil {
+		return appendResult{}, err
 	}
 	// Once queued the append completes either way; waiting for it keeps the
 	// caller's view and the log the same.
-	res := <-req.done
-	return res.env, res.err
+	res := <-ch
+	return res, res.err
 }
 
 // OnAppend registers fn to see every committed event, in commit order (the

@@ -237,11 +237,17 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*core.Run) err
 // between round trips. The caller owns the run's row (the orchestrator,
 // for a run it executes), so writing its fields whole loses nothing.
 func (s *Store) TransitionRun(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error) {
+	return s.transitionRun(ctx, s.w, r, from)
+}
+
+// transitionRun is TransitionRun on q (the store's writer or a
+// transaction).
+func (s *Store) transitionRun(ctx context.Context, q sqlx.QueryerContext, r *core.Run, from []core.RunStatus) (*core.Run, error) {
 	if len(from) == 0 {
 		return nil, fmt.Errorf("transition run %s: no allowed from-states", r.ID)
 	}
 	row := toRunRow(r)
-	q, args, err := sqlx.In(`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
+	stmt, args, err := sqlx.In(`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
  resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
  error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
  updated_at = ?, finished_at = ?
@@ -254,14 +260,14 @@ func (s *Store) TransitionRun(ctx context.Context, r *core.Run, from []core.RunS
 		return nil, err
 	}
 	var out runRow
-	err = s.w.GetContext(ctx, &out, s.rebind(q), args...)
+	err = sqlx.GetContext(ctx, q, &out, s.rebind(stmt), args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Not a hot path: say why nothing was written.
-		cur, gerr := s.GetRun(ctx, r.ID)
-		if gerr != nil {
-			return nil, gerr
+		var cur runRow
+		if gerr := sqlx.GetContext(ctx, q, &cur, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), r.ID); gerr != nil {
+			return nil, translate(gerr)
 		}
-		if cerr := core.CheckTransition(cur.Status, r.Status); cerr != nil {
+		if cerr := core.CheckTransition(core.RunStatus(cur.Status), r.Status); cerr != nil {
 			return nil, cerr
 		}
 		return nil, &core.Error{Code: core.CodeInvalidRunTransition, Message: fmt.Sprintf("run %s is %s, which this change did not expect", r.ID, cur.Status)}
