@@ -233,23 +233,7 @@ func (s *Server) defaultIfNone(ctx context.Context, m store.Model) error {
 // tenant's default, else the global default, else the first active chat
 // model the tenant can see. A zero Model means there is none.
 func (s *Server) resolveDefault(ctx context.Context, tenant string) (store.Model, error) {
-	tenantDefault, globalDefault, err := s.deps.Store.DefaultModelIDs(ctx, tenant)
-	if err != nil {
-		return store.Model{}, err
-	}
-	for _, id := range []string{tenantDefault, globalDefault} {
-		if id == "" {
-			continue
-		}
-		if m, err := s.deps.Store.VisibleModel(ctx, tenant, id); err == nil {
-			return m, nil
-		}
-	}
-	models, err := s.deps.Store.VisibleModels(ctx, tenant)
-	if err != nil || len(models) == 0 {
-		return store.Model{}, err
-	}
-	return models[0], nil
+	return s.deps.Store.DefaultModel(ctx, tenant)
 }
 
 // pinModel resolves the run's model and the engine's own id for it.

@@ -35,6 +35,9 @@ const (
 type Store interface {
 	GetApp(ctx context.Context, id string) (store.App, error)
 	GetRevision(ctx context.Context, id string) (store.Revision, []store.ManifestEntry, error)
+	// RevisionManifest is GetRevision's manifest alone (cached: a
+	// revision's files never change).
+	RevisionManifest(ctx context.Context, id string) ([]store.ManifestEntry, error)
 	CreateRevision(ctx context.Context, nr store.NewRevision) (store.Revision, store.WriteStats, error)
 	CreateCheckpoint(ctx context.Context, c *store.Checkpoint) error
 	PutBlob(ctx context.Context, data []byte) (string, error)
@@ -106,7 +109,7 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, res orchestrat
 	var base []store.ManifestEntry
 	if run.BaseRevisionID != "" {
 		var err error
-		if _, base, err = a.st.GetRevision(ctx, run.BaseRevisionID); err != nil {
+		if base, err = a.st.RevisionManifest(ctx, run.BaseRevisionID); err != nil {
 			return orchestrator.ApplyOutcome{}, fmt.Errorf("read base revision: %w", err)
 		}
 	}
@@ -141,7 +144,7 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, res orchestrat
 		}
 
 		// The head moved while the run worked.
-		_, theirs, err := a.st.GetRevision(ctx, head)
+		theirs, err := a.st.RevisionManifest(ctx, head)
 		if err != nil {
 			return orchestrator.ApplyOutcome{}, fmt.Errorf("read draft head: %w", err)
 		}

@@ -97,26 +97,6 @@ func (s *Store) DefaultModelID(ctx context.Context, tenantID string) (string, er
 	return id, translate(err)
 }
 
-// DefaultModelIDs returns a tenant's default and the global one ("" where
-// there is none), in one read: run creation asks for both.
-func (s *Store) DefaultModelIDs(ctx context.Context, tenantID string) (tenantDefault, globalDefault string, err error) {
-	var rows []struct {
-		TenantID string `db:"tenant_id"`
-		ModelID  string `db:"model_id"`
-	}
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT tenant_id, model_id FROM model_defaults WHERE tenant_id IN (?, '')`), tenantID); err != nil {
-		return "", "", translate(err)
-	}
-	for _, r := range rows {
-		if r.TenantID == "" {
-			globalDefault = r.ModelID
-		} else {
-			tenantDefault = r.ModelID
-		}
-	}
-	return tenantDefault, globalDefault, nil
-}
-
 // EngineModelID returns the engine's own id for a model: the tenant's
 // binding wins over the global one; "" when there is none.
 func (s *Store) EngineModelID(ctx context.Context, modelID, tenantID, engine string) (string, error) {
@@ -140,4 +120,26 @@ func (s *Store) CountModels(ctx context.Context) (int, error) {
 	var n int
 	err := s.r.GetContext(ctx, &n, `SELECT COUNT(*) FROM models`)
 	return n, translate(err)
+}
+
+// DefaultModel picks, in one read, the model a run of the tenant gets when
+// it names none: the tenant's default, else the global default, else the
+// first active chat model the tenant can see (oldest first). A default
+// the tenant cannot use (inactive, not chat, another tenant's) is passed
+// over. A zero Model means there is none.
+func (s *Store) DefaultModel(ctx context.Context, tenantID string) (Model, error) {
+	var rows []struct {
+		Model
+		Rank int `db:"rank"`
+	}
+	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT m.id, COALESCE(m.tenant_id, '') AS tenant_id, m.name, m.kind, m.provider,
+ m.provider_model, m.base_url, m.api_key_env, m.active, m.created_at,
+ CASE WHEN d.tenant_id IS NULL THEN 2 WHEN d.tenant_id = '' THEN 1 ELSE 0 END AS rank
+ FROM models m LEFT JOIN model_defaults d ON d.model_id = m.id AND d.tenant_id IN (?, '')
+ WHERE m.active = ? AND m.kind = 'chat' AND (m.tenant_id IS NULL OR m.tenant_id = ?)
+ ORDER BY rank, m.created_at, m.id LIMIT 1`), tenantID, true, tenantID)
+	if err != nil || len(rows) == 0 {
+		return Model{}, translate(err)
+	}
+	return rows[0].Model, nil
 }

@@ -8,33 +8,42 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDefaultModelIDs: a tenant's default and the global one, in one read.
-func TestDefaultModelIDs(t *testing.T) {
+// TestDefaultModel: the tenant's default, else the global one, else the
+// oldest visible chat model, in one read; a default the tenant cannot use
+// is passed over.
+func TestDefaultModel(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
 		seedApp(t, s)
-		for _, id := range []string{"mdl_global", "mdl_tenant"} {
+		m, err := s.DefaultModel(ctx, "t1")
+		require.NoError(t, err)
+		assert.Empty(t, m.ID, "no models: none")
+		for _, id := range []string{"mdl_first", "mdl_global", "mdl_tenant"} {
 			require.NoError(t, s.CreateModel(ctx, Model{ID: id, Name: id, Kind: "chat", Provider: "openai", ProviderModel: "m", Active: true}, nil))
 		}
-		tenant, global, err := s.DefaultModelIDs(ctx, "t1")
+		require.NoError(t, s.EnsureTenant(ctx, "t2", "Other"))
+		require.NoError(t, s.CreateModel(ctx, Model{ID: "mdl_other", TenantID: "t2", Name: "o", Kind: "chat", Provider: "openai", ProviderModel: "m", Active: true}, nil))
+		m, err = s.DefaultModel(ctx, "t1")
 		require.NoError(t, err)
-		assert.Empty(t, tenant)
-		assert.Empty(t, global)
+		assert.Equal(t, "mdl_first", m.ID, "no defaults: the oldest visible model")
 
 		require.NoError(t, s.SetDefaultModel(ctx, "", "mdl_global"))
-		tenant, global, err = s.DefaultModelIDs(ctx, "t1")
+		m, err = s.DefaultModel(ctx, "t1")
 		require.NoError(t, err)
-		assert.Empty(t, tenant)
-		assert.Equal(t, "mdl_global", global)
+		assert.Equal(t, "mdl_global", m.ID)
 
 		require.NoError(t, s.SetDefaultModel(ctx, "t1", "mdl_tenant"))
-		tenant, global, err = s.DefaultModelIDs(ctx, "t1")
+		m, err = s.DefaultModel(ctx, "t1")
 		require.NoError(t, err)
-		assert.Equal(t, "mdl_tenant", tenant)
-		assert.Equal(t, "mdl_global", global)
-		tenant, _, err = s.DefaultModelIDs(ctx, "t2")
+		assert.Equal(t, "mdl_tenant", m.ID, "the tenant's default wins")
+		m, err = s.DefaultModel(ctx, "t3")
 		require.NoError(t, err)
-		assert.Empty(t, tenant, "another tenant's default is not this one's")
+		assert.Equal(t, "mdl_global", m.ID, "another tenant's default is not this one's")
+
+		require.NoError(t, s.SetDefaultModel(ctx, "t1", "mdl_other"))
+		m, err = s.DefaultModel(ctx, "t1")
+		require.NoError(t, err)
+		assert.Equal(t, "mdl_global", m.ID, "a default of another tenant's model is passed over")
 	})
 }
 

@@ -113,3 +113,49 @@ func app500(variant int) []sandbox.File {
 	}
 	return files
 }
+
+// TestRevisionManifestCached: RevisionManifest answers what GetRevision
+// does, from memory after the first read, and a caller changing what it
+// got cannot change what the next caller gets.
+func TestRevisionManifestCached(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		files := []sandbox.File{{Path: "b.txt", Data: []byte("b")}, {Path: "a.txt", Data: []byte("a")}}
+		_, _, err := s.CreateRevision(ctx, NewRevision{ID: "rev1", AppID: "app1", Source: "upload", Files: files})
+		require.NoError(t, err)
+		_, want, err := s.GetRevision(ctx, "rev1")
+		require.NoError(t, err)
+		first, err := s.RevisionManifest(ctx, "rev1")
+		require.NoError(t, err)
+		assert.Equal(t, want, first)
+		first[0].Path = "changed by a caller"
+		_, cached := s.manifests.get("rev1")
+		require.True(t, cached, "the first read is kept")
+		second, err := s.RevisionManifest(ctx, "rev1")
+		require.NoError(t, err)
+		assert.Equal(t, want, second)
+		_, err = s.RevisionManifest(ctx, "rev_missing")
+		assert.True(t, errors.Is(err, ErrNotFound))
+		_, cached = s.manifests.get("rev_missing")
+		assert.False(t, cached, "a miss is not kept")
+	})
+}
+
+// TestManifestCacheBound: the cache stays within its entry bound, oldest
+// out first, and skips a manifest too big to share it.
+func TestManifestCacheBound(t *testing.T) {
+	var c manifestCache
+	m := make([]ManifestEntry, manifestCacheEntries/5)
+	for i := range 6 {
+		c.put(fmt.Sprintf("rev%d", i), m)
+	}
+	assert.LessOrEqual(t, c.entries, manifestCacheEntries)
+	_, ok := c.get("rev0")
+	assert.False(t, ok, "the oldest went first")
+	_, ok = c.get("rev5")
+	assert.True(t, ok)
+	c.put("huge", make([]ManifestEntry, manifestCacheEntries/4+1))
+	_, ok = c.get("huge")
+	assert.False(t, ok)
+}

@@ -49,6 +49,8 @@ type Store struct {
 	r *sqlx.DB
 
 	events *eventWriter
+	// manifests caches revision manifests (RevisionManifest).
+	manifests manifestCache
 }
 
 // ErrConflict is returned (wrapped) when a write collides with existing data

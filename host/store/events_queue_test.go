@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// enqueued queues ev and returns a function that waits for its outcome.
+func enqueued(t *testing.T, s *Store, r *core.Run, ev core.EventInput) func() (core.Envelope, error) {
+	t.Helper()
+	type res struct {
+		env core.Envelope
+		err error
+	}
+	ch := make(chan res, 1)
+	require.NoError(t, s.Enqueue(context.Background(), r, ev, func(env core.Envelope, err error) { ch <- res{env, err} }))
+	return func() (core.Envelope, error) { r := <-ch; return r.env, r.err }
+}
+
+// TestEnqueueKeepsOrder: events queued without waiting are logged in queue
+// order with gap-free seqs, and listeners see each only once committed.
+func TestEnqueueKeepsOrder(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		r := newRun("run_q")
+		_, err := s.StartRun(ctx, r, nil, core.EventInput{Type: core.EventRunAccepted})
+		require.NoError(t, err)
+		var mu sync.Mutex
+		var seen []int64
+		s.OnAppend(func(e core.Envelope) { mu.Lock(); seen = append(seen, e.Seq); mu.Unlock() })
+		const n = 300
+		waits := make([]func() (core.Envelope, error), n)
+		for i := range n {
+			waits[i] = enqueued(t, s, r, core.EventInput{Type: core.EventAssistantDelta, Payload: []byte(`{"text":"x"}`)})
+		}
+		for i, wait := range waits {
+			env, err := wait()
+			require.NoError(t, err)
+			assert.Equal(t, int64(i+2), env.Seq)
+		}
+		evs, err := s.ListEvents(ctx, r.ID, r.AppID, 0, 1000)
+		require.NoError(t, err)
+		require.Len(t, evs, n+1)
+		for i, e := range evs {
+			assert.Equal(t, int64(i+1), e.Seq)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, seen, n)
+		for i, seq := range seen {
+			assert.Equal(t, int64(i+2), seq, "listeners see commit order")
+		}
+	})
+}
+
+// TestEnqueueFailureHoldsBackTheRun: when a run's event fails to commit,
+// the events the run queued behind it fail too (a hole under gap-free seqs
+// would lose what the engine said), other runs go on, and the run's
+// terminal event is logged after what did commit.
+func TestEnqueueFailureHoldsBackTheRun(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		r, other := newRun("run_broken"), newRun("run_fine")
+		for _, run := range []*core.Run{r, other} {
+			_, err := s.StartRun(ctx, run, nil, core.EventInput{Type: core.EventRunAccepted})
+			require.NoError(t, err)
+		}
+		// A row the writer does not know of takes the run's next seq, so
+		// its next event collides with it.
+		_, err := s.w.Exec(s.rebind(`INSERT INTO run_events (run_id, seq, type, payload, ts) VALUES (?, 2, 'run.status', '{}', 0)`), r.ID)
+		require.NoError(t, err)
+		_, err = enqueued(t, s, r, core.EventInput{Type: core.EventAssistantDelta})()
+		require.Error(t, err, "the colliding event fails")
+		_, err = enqueued(t, s, r, core.EventInput{Type: core.EventAssistantDelta})()
+		assert.True(t, errors.Is(err, errEarlierLost), "the next one is held back: %v", err)
+		env, err := enqueued(t, s, other, core.EventInput{Type: core.EventAssistantDelta})()
+		require.NoError(t, err, "another run is not held back")
+		assert.Equal(t, int64(2), env.Seq)
+
+		end, err := s.Append(ctx, r, core.EventInput{Type: core.EventRunFailed})
+		require.NoError(t, err, "the terminal event goes through")
+		assert.Equal(t, int64(3), end.Seq, "after what the log holds")
+		evs, err := s.ListEvents(ctx, r.ID, r.AppID, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, evs, 3)
+		assert.Equal(t, core.EventRunFailed, evs[2].Event)
+	})
+}
+
+// TestFinishRun: the terminal event, the assistant's turn and the final row
+// in one transaction; a refused transition keeps the event and says why.
+func TestFinishRun(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
+		require.NoError(t, err)
+		r := newRun("run_f")
+		r.UserID, r.ChatSessionID = user, "chat_f"
+		_, err = s.StartRun(ctx, r, &core.ChatTurn{MessageID: "msg_u", Content: "say hi", NewSession: true}, core.EventInput{Type: core.EventRunAccepted})
+		require.NoError(t, err)
+		running := *r
+		running.Status = core.RunRunning
+		_, err = s.TransitionRun(ctx, &running, core.Sources(core.RunRunning))
+		require.NoError(t, err)
+		delta := enqueued(t, s, r, core.EventInput{Type: core.EventAssistantDelta, Payload: []byte(`{"text":"hi"}`)})
+
+		done := running
+		done.Status, done.OutputText = core.RunCompleted, "hi"
+		env, got, err := s.FinishRun(ctx, &done, core.Sources(core.RunCompleted), core.EventInput{Type: core.EventRunCompleted}, &core.ChatTurn{MessageID: "msg_a", Content: "hi"})
+		require.NoError(t, err)
+		_, derr := delta()
+		require.NoError(t, derr)
+		assert.Equal(t, int64(3), env.Seq, "after the delta queued before it")
+		require.NotNil(t, got)
+		assert.Equal(t, core.RunCompleted, got.Status)
+		stored, err := s.GetRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, core.RunCompleted, stored.Status)
+		assert.Equal(t, "hi", stored.OutputText)
+		msgs, err := s.ChatMessages(ctx, "chat_f")
+		require.NoError(t, err)
+		require.Len(t, msgs, 2)
+		assert.Equal(t, "assistant", msgs[1].Role)
+		assert.Equal(t, "hi", msgs[1].Content)
+
+		again := done
+		again.Status = core.RunFailed
+		env, got, err = s.FinishRun(ctx, &again, core.Sources(core.RunFailed), core.EventInput{Type: core.EventRunFailed}, nil)
+		assert.Equal(t, core.CodeInvalidRunTransition, core.CodeOf(err), "%v", err)
+		assert.Nil(t, got)
+		assert.Equal(t, int64(4), env.Seq, "the event is logged; the row is left alone")
+		stored, err = s.GetRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, core.RunCompleted, stored.Status)
+	})
+}
