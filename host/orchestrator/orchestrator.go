@@ -345,9 +345,9 @@ type activeRun struct {
 	toolpacks map[string]int // toolpack name → calls in flight
 	pending   *pendingPermission
 	// queued are the run's events on their way to the log.
-	queued *pendingEvents
-	streamed  bool
-	output    []byte
+	queued   *pendingEvents
+	streamed bool
+	output   []byte
 	// timings are the run's timing_metrics_ms; engineCalled is when the
 	// engine's Run was called (engine_start runs until its first answer).
 	timings map[string]int64
