@@ -34,6 +34,8 @@ type Runs interface {
 	// Held reports whether this process holds the run; Reattach continues
 	// a paused run it does not (paused by an earlier host process).
 	Held(runID string) bool
+	// HeldScope is the tenant and app of a run this process holds.
+	HeldScope(runID string) (tenantID, appID string, ok bool)
 	// AwaitsDecision reports whether a held run waits for an unanswered
 	// permission question.
 	AwaitsDecision(runID string) bool
@@ -210,6 +212,23 @@ func (s *Server) app(c *gin.Context) (store.App, bool) {
 // One read: a run records its app and tenant, and apps are never deleted,
 // so a run of the path's app in the caller's tenant proves the app is the
 // caller's; anything else is 404 as before.
+// runScope checks that the request's run exists in its app and tenant,
+// and returns its id, app and tenant only: a run this process holds needs
+// no read for it (a stream opened right after the run was created).
+func (s *Server) runScope(c *gin.Context) (*core.Run, bool) {
+	id, appID := c.Param("run_id"), c.Param("app_id")
+	if validID(id) && validID(appID) {
+		if tenant, app, ok := s.deps.Runs.HeldScope(id); ok {
+			if app != appID || tenant != principal(c).TenantID {
+				_ = c.Error(core.Errf(core.CodeNotFound, "", "run %s not found", id))
+				return nil, false
+			}
+			return &core.Run{ID: id, AppID: app, TenantID: tenant}, true
+		}
+	}
+	return s.run(c)
+}
+
 func (s *Server) run(c *gin.Context) (*core.Run, bool) {
 	appID := c.Param("app_id")
 	if !validID(appID) {

@@ -22,6 +22,19 @@ import (
 // (APPS_CODING_AGENT_MESSAGE_BUDGET_CHARS overrides it).
 const defaultMessageBudget = 24_000
 
+// defaultHistoryMaxMessages bounds how many of a chat's turns a run
+// carries, however short they are (APPS_CODING_AGENT_HISTORY_MAX_MESSAGES
+// overrides it): reading the history costs the same for a chat of
+// thousands of one-word turns as for one of a hundred.
+const defaultHistoryMaxMessages = 200
+
+func historyMaxMessages() int {
+	if n, err := strconv.Atoi(os.Getenv("APPS_CODING_AGENT_HISTORY_MAX_MESSAGES")); err == nil && n > 0 {
+		return n
+	}
+	return defaultHistoryMaxMessages
+}
+
 func messageBudget() int {
 	if n, err := strconv.Atoi(os.Getenv("APPS_CODING_AGENT_MESSAGE_BUDGET_CHARS")); err == nil && n > 0 {
 		return n
@@ -157,7 +170,7 @@ func history(msgs []store.ChatMessage, budget int) []engine.Message {
 // older being how many turns before them were not read.
 func historyTail(msgs []store.ChatMessage, older, budget int) []engine.Message {
 	var kept []engine.Message
-	used := 0
+	used, noted := 0, false
 	for i := len(msgs) - 1; i >= 0; i-- {
 		n := utf8.RuneCountInString(msgs[i].Content)
 		if used+n > budget {
@@ -168,17 +181,27 @@ func historyTail(msgs []store.ChatMessage, older, budget int) []engine.Message {
 				i--
 			}
 			if left := i + 1 + older; left > 0 {
-				kept = append(kept, engine.Message{Role: "system", Content: fmt.Sprintf("[%d earlier messages of this chat were left out to fit the history budget]", left)})
+				kept = append(kept, leftOutNote(left))
 			}
+			noted = true
 			break
 		}
 		used += n
 		kept = append(kept, engine.Message{Role: msgs[i].Role, Content: msgs[i].Content})
 	}
+	if !noted && older > 0 {
+		// Within the budget, but past the bound on turns.
+		kept = append(kept, leftOutNote(older))
+	}
 	for l, r := 0, len(kept)-1; l < r; l, r = l+1, r-1 {
 		kept[l], kept[r] = kept[r], kept[l]
 	}
 	return kept
+}
+
+// leftOutNote tells the engine that n earlier turns are not in its history.
+func leftOutNote(n int) engine.Message {
+	return engine.Message{Role: "system", Content: fmt.Sprintf("[%d earlier messages of this chat were left out to fit the history budget]", n)}
 }
 
 // AssistantTurn is the chat's assistant turn for a finished run: its

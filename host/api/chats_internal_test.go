@@ -27,6 +27,16 @@ func TestHistoryBudget(t *testing.T) {
 	assert.Empty(t, history(nil, 10))
 }
 
+// TestHistoryTurnBound: turns left unread by the bound on turns are named
+// in a note even when what was read fits the budget.
+func TestHistoryTurnBound(t *testing.T) {
+	msgs := []store.ChatMessage{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}}
+	got := historyTail(msgs, 7, 100)
+	assert.Equal(t, []string{"system", "user", "assistant"}, []string{got[0].Role, got[1].Role, got[2].Role})
+	assert.Contains(t, got[0].Content, "7 earlier messages")
+	assert.Len(t, historyTail(msgs, 0, 100), 2, "nothing left out: no note")
+}
+
 func TestMessageIDsSortInOrder(t *testing.T) {
 	prev := MessageID()
 	for i := 0; i < 100; i++ {

@@ -20,7 +20,19 @@ const tailSize = 512
 type Hub struct {
 	mu   sync.Mutex
 	runs map[string]*watched
+	// early holds the first events of runs nobody watches yet, for the
+	// newest earlyRuns runs: a client streams a run right after creating
+	// it, and finds what it missed here rather than in the database.
+	early      map[string][]core.Envelope
+	earlyOrder []string // oldest first
 }
+
+// earlyRuns and earlyEvents bound the hub's early tails (about 1 MB at
+// most): runs that nobody streams cost no more than that.
+const (
+	earlyRuns   = 64
+	earlyEvents = 64
+)
 
 type watched struct {
 	subs map[chan struct{}]struct{}
@@ -29,7 +41,9 @@ type watched struct {
 }
 
 // NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{runs: map[string]*watched{}} }
+func NewHub() *Hub {
+	return &Hub{runs: map[string]*watched{}, early: map[string][]core.Envelope{}}
+}
 
 // Subscribe returns a channel that receives a wake-up after the run's log
 // grows, and a function to stop.
@@ -38,7 +52,9 @@ func (h *Hub) Subscribe(runID string) (<-chan struct{}, func()) {
 	h.mu.Lock()
 	w := h.runs[runID]
 	if w == nil {
-		w = &watched{subs: map[chan struct{}]struct{}{}}
+		// The run's early events, if the hub kept them, become its tail.
+		w = &watched{subs: map[chan struct{}]struct{}{}, tail: h.early[runID]}
+		delete(h.early, runID)
 		h.runs[runID] = w
 	}
 	w.subs[ch] = struct{}{}
@@ -55,12 +71,14 @@ func (h *Hub) Subscribe(runID string) (<-chan struct{}, func()) {
 
 // Publish records a committed event of a watched run and wakes its
 // subscribers without blocking (a pending wake-up already covers this one).
-// Events of runs nobody watches are not kept.
+// Of runs nobody watches, only the first few events of the newest runs are
+// kept.
 func (h *Hub) Publish(e core.Envelope) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w := h.runs[e.RunID]
 	if w == nil {
+		h.keepEarly(e)
 		return
 	}
 	if n := len(w.tail); n > 0 && w.tail[n-1].Seq+1 != e.Seq {
@@ -99,4 +117,27 @@ func (h *Hub) Since(runID string, after int64, max int) ([]core.Envelope, bool) 
 	from := int(after + 1 - first)
 	to := min(len(w.tail), from+max)
 	return append([]core.Envelope(nil), w.tail[from:to]...), true
+}
+
+// keepEarly keeps e if it continues its run's early tail from seq 1; the
+// oldest run's tail goes when there are too many. A tail that would pass
+// earlyEvents (or miss an event) is dropped whole: a tail must hold every
+// event up to the newest, or a stream would take it for caught up.
+func (h *Hub) keepEarly(e core.Envelope) {
+	tail, ok := h.early[e.RunID]
+	switch {
+	case !ok && e.Seq == 1:
+		if len(h.earlyOrder) >= earlyRuns {
+			delete(h.early, h.earlyOrder[0])
+			h.earlyOrder = h.earlyOrder[1:]
+		}
+		// Pruned lazily: a run's id stays in the order after a stream
+		// took its tail, and counts until it falls off the front.
+		h.earlyOrder = append(h.earlyOrder, e.RunID)
+		h.early[e.RunID] = []core.Envelope{e}
+	case ok && len(tail) < earlyEvents && tail[len(tail)-1].Seq+1 == e.Seq:
+		h.early[e.RunID] = append(tail, e)
+	case ok:
+		delete(h.early, e.RunID)
+	}
 }

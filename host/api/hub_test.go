@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/agenthost/agenthost/core"
@@ -19,7 +20,7 @@ func seqsOf(es []core.Envelope) []int64 {
 
 func TestHubTail(t *testing.T) {
 	h := NewHub()
-	h.Publish(ev(1)) // nobody watches: not kept
+	h.Publish(ev(2)) // nobody watches, and not from its start: not kept
 	_, ok := h.Since("r", 0, 10)
 	assert.False(t, ok, "an unwatched run has no tail: read the log")
 
@@ -61,4 +62,40 @@ func TestHubTail(t *testing.T) {
 	stop()
 	_, ok = h.Since("r", 0, 10)
 	assert.False(t, ok, "the tail goes with the last subscriber")
+}
+
+// TestHubEarlyTail: the first events of a run nobody streams yet are kept
+// (for the newest earlyRuns runs, earlyEvents each) and become its tail when
+// a stream subscribes, so a stream opened right after the run was created
+// reads no log.
+func TestHubEarlyTail(t *testing.T) {
+	h := NewHub()
+	for seq := int64(1); seq <= 3; seq++ {
+		h.Publish(ev(seq))
+	}
+	_, stop := h.Subscribe("r")
+	got, ok := h.Since("r", 0, 10)
+	assert.True(t, ok, "the early events are the tail")
+	assert.Equal(t, []int64{1, 2, 3}, seqsOf(got))
+	stop()
+	_, ok = h.Since("r", 0, 10)
+	assert.False(t, ok, "taken by the stream, gone with it")
+
+	long := func(seq int64) core.Envelope { return core.Envelope{RunID: "long", Seq: seq} }
+	for seq := int64(1); seq <= earlyEvents+5; seq++ {
+		h.Publish(long(seq))
+	}
+	_, stop = h.Subscribe("long")
+	_, ok = h.Since("long", 0, 1000)
+	assert.False(t, ok, "a run that outgrew its early tail has none: the stream reads the log")
+	_, ok = h.Since("long", earlyEvents, 10)
+	assert.False(t, ok, "and is never told it caught up with a partial tail")
+	stop()
+
+	for i := range earlyRuns + 1 {
+		h.Publish(core.Envelope{RunID: fmt.Sprintf("run%d", i), Seq: 1})
+	}
+	assert.Len(t, h.early, earlyRuns, "only the newest runs are kept")
+	_, kept := h.early["run0"]
+	assert.False(t, kept, "the oldest went first")
 }

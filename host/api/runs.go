@@ -158,7 +158,7 @@ func (s *Server) createRun(c *gin.Context) {
 		}
 		// Only the turns the history budget can hold are read: a long chat
 		// costs a run no more than a short one.
-		if turns, older, err = s.deps.Store.ChatTail(ctx, chat.ID, budget); err != nil {
+		if turns, older, err = s.deps.Store.ChatTail(ctx, chat.ID, budget, historyMaxMessages()); err != nil {
 			_ = c.Error(err)
 			return
 		}

@@ -18,7 +18,7 @@ const streamPage = 500
 // run's stream replays and closes. The handler never holds events in memory
 // for a slow client: it reads the next page from the log when it can write.
 func (s *Server) streamRun(c *gin.Context) {
-	r, ok := s.run(c)
+	r, ok := s.runScope(c)
 	if !ok {
 		return
 	}

@@ -22,6 +22,21 @@ func (o *Orchestrator) Held(runID string) bool {
 	return ok
 }
 
+// HeldScope returns the tenant and app of a run this process holds (they
+// never change), so a request about it needs no read of the run; ok is
+// false for a run it does not hold.
+func (o *Orchestrator) HeldScope(runID string) (tenantID, appID string, ok bool) {
+	o.mu.Lock()
+	ar := o.active[runID]
+	o.mu.Unlock()
+	if ar == nil {
+		return "", "", false
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.run.TenantID, ar.run.AppID, true
+}
+
 // AwaitFinished waits, until ctx ends, for a run this host holds to leave
 // it (its final state recorded); it returns at once for a run it does not
 // hold. A reader that saw the run's terminal event in the log uses it to

@@ -95,55 +95,62 @@ func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessa
 }
 
 // chatTailPage is how many turns ChatTail reads with its first query: a
-// typical history budget holds a few dozen turns, so most chats take one.
-// Each further page is four times the last, so a budget filled by many
-// short turns still takes a handful of queries, not one per 32 turns.
-const chatTailPage = 32
+// typical history budget holds a few dozen turns, so most chats take one
+// query; the rest of what a run may carry comes in a second.
+const chatTailPage = 64
 
 // ChatTail returns the newest turns of a session, oldest first, that fit in
 // budget runes of content, plus the newest one that does not fit (the
-// caller decides what to keep of it), and how many older turns are left
-// out. It reads newest first, page by page, so its cost follows the budget,
-// not the length of the chat.
-func (s *Store) ChatTail(ctx context.Context, sessionID string, budget int) (tail []ChatMessage, older int, err error) {
+// caller decides what to keep of it), at most maxTurns in all (0: no
+// bound), and how many older turns are left out. It reads newest first, in
+// at most two queries (the first also counts the chat), so its cost
+// follows the budget and maxTurns, not the length of the chat.
+func (s *Store) ChatTail(ctx context.Context, sessionID string, budget, maxTurns int) (tail []ChatMessage, older int, err error) {
+	type counted struct {
+		ChatMessage
+		Total int `db:"total"`
+	}
 	var newestFirst []ChatMessage
-	used, full, size := 0, false, chatTailPage
-	q := `SELECT id, chat_session_id, run_id, role, content, created_at FROM chat_messages WHERE chat_session_id = ?`
-	for !full {
-		pq, args := q, []any{sessionID}
+	total, used, full := 0, 0, false
+	want := chatTailPage
+	if maxTurns > 0 {
+		want = min(want, maxTurns)
+	}
+	for page := 0; !full && want > 0; page++ {
+		q := `SELECT id, chat_session_id, run_id, role, content, created_at, COUNT(*) OVER () AS total FROM chat_messages WHERE chat_session_id = ?`
+		args := []any{sessionID}
 		if n := len(newestFirst); n > 0 {
 			last := newestFirst[n-1]
-			pq += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
+			q += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
 			args = append(args, last.CreatedAt, last.CreatedAt, last.ID)
 		}
-		pq += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-		args = append(args, size)
-		var page []ChatMessage
-		if err := s.r.SelectContext(ctx, &page, s.rebind(pq), args...); err != nil {
+		q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+		args = append(args, want)
+		var rows []counted
+		if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
 			return nil, 0, translate(err)
 		}
-		for _, m := range page {
-			newestFirst = append(newestFirst, m)
+		if page == 0 && len(rows) > 0 {
+			total = rows[0].Total
+		}
+		for _, m := range rows {
+			newestFirst = append(newestFirst, m.ChatMessage)
 			if used += utf8.RuneCountInString(m.Content); used > budget {
 				full = true
 				break
 			}
 		}
-		if len(page) < size {
+		if len(rows) < want || page == 1 {
 			break
 		}
-		size *= 4
-	}
-	if full {
-		// Only a chat longer than the budget pays for counting the rest.
-		last := newestFirst[len(newestFirst)-1]
-		if err := s.r.GetContext(ctx, &older, s.rebind(`SELECT COUNT(*) FROM chat_messages
- WHERE chat_session_id = ? AND (created_at < ? OR (created_at = ? AND id < ?))`), sessionID, last.CreatedAt, last.CreatedAt, last.ID); err != nil {
-			return nil, 0, translate(err)
+		// The second page is all the rest the run may carry.
+		want = total - len(newestFirst)
+		if maxTurns > 0 {
+			want = min(want, maxTurns-len(newestFirst))
 		}
 	}
 	slices.Reverse(newestFirst)
-	return newestFirst, older, nil
+	return newestFirst, total - len(newestFirst), nil
 }
 
 // DeleteChatMessage removes a turn.

@@ -32,13 +32,13 @@ func TestChatTail(t *testing.T) {
 			return out
 		}
 
-		tail, older, err := s.ChatTail(ctx, "chat_1", 25)
+		tail, older, err := s.ChatTail(ctx, "chat_1", 25, 0)
 		require.NoError(t, err)
 		assert.Equal(t, []string{fmt.Sprintf("msg_%04d", n-3), fmt.Sprintf("msg_%04d", n-2), fmt.Sprintf("msg_%04d", n-1)}, ids(tail),
 			"two fit in 25 runes, the third is the first that does not")
 		assert.Equal(t, n-3, older)
 
-		tail, older, err = s.ChatTail(ctx, "chat_1", 10*(chatTailPage+3))
+		tail, older, err = s.ChatTail(ctx, "chat_1", 10*(chatTailPage+3), 0)
 		require.NoError(t, err)
 		assert.Len(t, tail, chatTailPage+4, "read across pages")
 		assert.Equal(t, n-chatTailPage-4, older)
@@ -46,12 +46,21 @@ func TestChatTail(t *testing.T) {
 
 		all, err := s.ChatMessages(ctx, "chat_1")
 		require.NoError(t, err)
-		tail, older, err = s.ChatTail(ctx, "chat_1", 1_000_000)
+		tail, older, err = s.ChatTail(ctx, "chat_1", 1_000_000, 0)
 		require.NoError(t, err)
 		assert.Equal(t, ids(all), ids(tail), "a chat within the budget is read whole")
 		assert.Zero(t, older)
 
-		tail, older, err = s.ChatTail(ctx, "chat_none", 100)
+		tail, older, err = s.ChatTail(ctx, "chat_1", 1_000_000, chatTailPage+7)
+		require.NoError(t, err)
+		assert.Equal(t, ids(all)[n-chatTailPage-7:], ids(tail), "at most maxTurns, the newest")
+		assert.Equal(t, n-chatTailPage-7, older)
+		tail, older, err = s.ChatTail(ctx, "chat_1", 1_000_000, 5)
+		require.NoError(t, err)
+		assert.Equal(t, ids(all)[n-5:], ids(tail), "a bound below one page")
+		assert.Equal(t, n-5, older)
+
+		tail, older, err = s.ChatTail(ctx, "chat_none", 100, 0)
 		require.NoError(t, err)
 		assert.Empty(t, tail)
 		assert.Zero(t, older)
