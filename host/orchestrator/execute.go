@@ -39,11 +39,8 @@ func (o *Orchestrator) execute(ar *activeRun) {
 // outcome and the sandbox (to stop), if one was made.
 func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *sandboxRef) {
 	run := ar.run
-	if err := o.setStatus(ctx, ar, core.RunRunning, nil); err != nil {
-		return failed(core.CodeInvalidRunTransition, "%v", err), nil
-	}
-
-	// Sandbox.
+	// Sandbox. The run's row becomes running once it is known whether a
+	// warm sandbox serves it: then one write records both.
 	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxStarting, "sandbox_backend": run.SandboxBackend})
 	o.keepOutOversized(ctx, ar)
 	sbClient, sbH, err := awaitPlugin(ctx, func() (*sandbox.Client, pluginmgr.Handle, error) { return o.plugins.Sandbox(run.SandboxBackend) })
@@ -60,9 +57,11 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 		ref, started, tried, ok := o.reuseWarm(ctx, ar, key, sbClient)
 		if ok {
 			ar.mark("sandbox_start", time.Since(sbStart))
-			_ = o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) {
+			if err := o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) {
 				r.SandboxID, r.SandboxStatus, r.SandboxStartedAt = ref.id, sandbox.StatusRunning, &started
-			})
+			}); err != nil {
+				return failed(core.CodeInvalidRunTransition, "%v", err), ref
+			}
 			_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxReady, "sandbox_id": ref.id, "reused": true})
 			return o.runEngine(ctx, ar, ref), ref
 		}
@@ -76,6 +75,9 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 			// found gone: a fresh sandbox must not take a dead one's id).
 			sandboxID = planned
 		}
+	}
+	if err := o.setStatus(ctx, ar, core.RunRunning, nil); err != nil {
+		return failed(core.CodeInvalidRunTransition, "%v", err), nil
 	}
 	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, ScopeKey: key, Files: ar.req.Files,
 		Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}, MaxFileBytes: o.opts.Limits.MaxFileBytes})
