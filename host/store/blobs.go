@@ -287,13 +287,20 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// missingBlobs lists the digests not stored yet, in sorted order.
-func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string][]byte) ([]string, error) {
-	all := make([]string, 0, len(bySHA))
-	for sha := range bySHA {
-		all = append(all, sha)
-	}
-	sort.Strings(all)
+// selecter runs a query on the database or in a transaction.
+type selecter interface {
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+	Rebind(query string) string
+}
+
+// StoredBlobs says which of the digests have their content stored. The
+// orchestrator asks it before trusting what a sandbox says it holds
+// unchanged since its creation.
+func (s *Store) StoredBlobs(ctx context.Context, shas []string) (map[string]bool, error) {
+	return storedBlobs(ctx, s.r, shas)
+}
+
+func storedBlobs(ctx context.Context, db selecter, all []string) (map[string]bool, error) {
 	have := map[string]bool{}
 	for start := 0; start < len(all); start += inChunk {
 		q, args, err := sqlx.In(`SELECT sha256 FROM blobs WHERE sha256 IN (?)`, all[start:min(start+inChunk, len(all))])
@@ -301,12 +308,26 @@ func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string]
 			return nil, err
 		}
 		var found []string
-		if err := tx.SelectContext(ctx, &found, tx.Rebind(q), args...); err != nil {
+		if err := db.SelectContext(ctx, &found, db.Rebind(q), args...); err != nil {
 			return nil, translate(err)
 		}
 		for _, f := range found {
 			have[f] = true
 		}
+	}
+	return have, nil
+}
+
+// missingBlobs lists the digests not stored yet, in sorted order.
+func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string][]byte) ([]string, error) {
+	all := make([]string, 0, len(bySHA))
+	for sha := range bySHA {
+		all = append(all, sha)
+	}
+	sort.Strings(all)
+	have, err := storedBlobs(ctx, tx, all)
+	if err != nil {
+		return nil, err
 	}
 	var missing []string
 	for _, sha := range all {
