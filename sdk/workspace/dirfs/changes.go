@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -163,7 +164,10 @@ func (f *FS) FilesSince(ctx context.Context, since string, exclude func(rel stri
 // maps their paths to the sha256 of the content written. It returns the
 // generation naming that file set (sandbox.Info.SnapshotGeneration), so
 // that the sandbox's first snapshot sends only what changed. Files written
-// within the current timestamp tick are left unrecorded, so they are sent.
+// within the filesystem's current timestamp tick would be racy: with a
+// stamp folder it waits for the tick to pass (a few milliseconds at most,
+// and nothing can write them meanwhile), without one they are left
+// unrecorded, so that snapshot sends them.
 func (f *FS) RecordFiles(ctx context.Context, known map[string]string) (string, error) {
 	stamp := f.changes.stamp()
 	r, err := f.open()
@@ -172,6 +176,8 @@ func (f *FS) RecordFiles(ctx context.Context, known map[string]string) (string, 
 	}
 	defer r.Close()
 	files := make(map[string]recordEntry, len(known))
+	racy := map[string]recordEntry{}
+	newest := int64(0)
 	err = walk(ctx, r, "", func(rel string, d fs.DirEntry) (bool, error) {
 		if d.IsDir() {
 			return true, nil
@@ -186,11 +192,38 @@ func (f *FS) RecordFiles(ctx context.Context, known map[string]string) (string, 
 		}
 		if e, ok := entryOf(fi, sha, stamp); ok {
 			files[rel] = e
+		} else if e, ok := entryOf(fi, sha, math.MaxInt64); ok {
+			racy[rel] = e
+			newest = max(newest, e.mtime, e.ctime)
 		}
 		return false, nil
 	})
 	if err != nil {
 		return "", mapErr("", err)
 	}
+	if len(racy) > 0 && f.changes.stampDir != "" && f.changes.waitPast(ctx, newest) {
+		for rel, e := range racy {
+			if fi, err := r.Lstat(rel); err == nil && e.matches(fi) {
+				files[rel] = e
+			}
+		}
+	}
 	return f.changes.commit(files), nil
+}
+
+// maxTickWait bounds how long RecordFiles waits for the filesystem's clock
+// to pass the files it wrote: a timestamp tick is a few milliseconds (a
+// jiffy); a filesystem with coarser times is not worth waiting for.
+const maxTickWait = 50 * time.Millisecond
+
+// waitPast waits until a stamp is later than t, and says whether one was.
+func (c *changes) waitPast(ctx context.Context, t int64) bool {
+	deadline := time.Now().Add(maxTickWait)
+	for c.stamp() <= t {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(time.Millisecond) // polling the filesystem's clock: nothing to wait on
+	}
+	return true
 }

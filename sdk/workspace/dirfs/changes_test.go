@@ -151,3 +151,25 @@ func TestRecordFiles(t *testing.T) {
 	assert.Equal(t, map[string]string{"b.txt": "TWO", "other.txt": "?"}, s.sent)
 	assert.Equal(t, map[string]string{"a.txt": hexSum("one")}, s.unchanged)
 }
+
+// TestRecordFilesWaitsOutTheTick: files written just before RecordFiles,
+// within the filesystem's current tick, are recorded all the same once
+// the tick has passed, so the first snapshot sends nothing.
+func TestRecordFilesWaitsOutTheTick(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	require.NoError(t, os.Mkdir(ws, 0o755))
+	f, err := New(ws, nil, StampDir(base))
+	require.NoError(t, err)
+	known := map[string]string{}
+	for i := range 50 {
+		fi, err := f.WriteFile(t.Context(), filepath.Join("d", string(rune('a'+i%26))+string(rune('a'+i/26))), []byte("x"), 0)
+		require.NoError(t, err)
+		known[fi.Path] = fi.SHA256
+	}
+	gen, err := f.RecordFiles(t.Context(), known)
+	require.NoError(t, err)
+	s := filesSince(t, f, gen)
+	assert.Empty(t, s.sent)
+	assert.Len(t, s.unchanged, 50)
+}
