@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -27,6 +28,13 @@ const BlobChunkBytes = 4 << 20
 // Open sweeps them: a write still streaming (on this host or, on
 // PostgreSQL, another) is never that slow.
 const orphanChunkAge = 24 * time.Hour
+
+// chunkBuffers are PutBlobFrom's chunk buffers. A fresh 4 MiB per content
+// stored cost more than the rest of storing a small file (zeroing and
+// faulting in the pages), once per file of every snapshot; the drivers copy
+// what they are given before Exec returns, so a buffer is free for reuse
+// when PutBlobFrom returns.
+var chunkBuffers = sync.Pool{New: func() any { b := make([]byte, BlobChunkBytes); return &b }}
 
 // execer runs a statement on the database or in a transaction.
 type execer interface {
@@ -68,7 +76,9 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
 // again when the same content was stored meanwhile). On an error from r
 // nothing is kept.
 func (s *Store) PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, error) {
-	buf := make([]byte, BlobChunkBytes)
+	pooled := chunkBuffers.Get().(*[]byte)
+	defer chunkBuffers.Put(pooled)
+	buf := *pooled
 	// Buffered so that a content of exactly one chunk is told from a
 	// bigger one (Peek) and stays one row.
 	r = bufio.NewReader(r)
