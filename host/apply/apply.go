@@ -43,6 +43,7 @@ type Store interface {
 	PutBlob(ctx context.Context, data []byte) (string, error)
 	PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, error)
 	Blobs(ctx context.Context, shas []string) (map[string][]byte, error)
+	StoredBlobs(ctx context.Context, shas []string) (map[string]bool, error)
 }
 
 // maxAttempts bounds retries when the draft head moves between reading it
@@ -55,7 +56,10 @@ type Applier struct {
 	limits core.FileLimits
 }
 
-var _ orchestrator.ResultSink = (*Applier)(nil)
+var (
+	_ orchestrator.ResultSink = (*Applier)(nil)
+	_ orchestrator.BlobIndex  = (*Applier)(nil)
+)
 
 // New returns an Applier over st with the default file limits.
 func New(st Store) *Applier { return NewWithLimits(st, core.FileLimits{}) }
@@ -84,6 +88,12 @@ type Result struct {
 // (orchestrator.ResultSink).
 func (a *Applier) PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, error) {
 	return a.st.PutBlobFrom(ctx, r)
+}
+
+// StoredBlobs says which of the digests have their content stored
+// (orchestrator.BlobIndex).
+func (a *Applier) StoredBlobs(ctx context.Context, shas []string) (map[string]bool, error) {
+	return a.st.StoredBlobs(ctx, shas)
 }
 
 // ApplyFiles applies a result given as whole files: their contents are

@@ -12,7 +12,6 @@ import (
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/plugin"
-	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/toolpack"
 	"github.com/agenthost/agenthost/sdk/workspace"
 )
@@ -92,12 +91,13 @@ func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte
 		// Streamed into the store file by file, like a result, and saved
 		// by manifest. Files over the limit and paths left out are not
 		// saved: the result applied later is judged on its own.
-		work = []core.FileRef{}
-		err := o.streamSnapshot(ctx, ref, func(f sandbox.SnapshotFile, sha string) {
-			if sha != "" {
-				work = append(work, core.FileRef{Path: f.Path, Mode: f.Mode, SHA256: sha})
+		files, err := o.streamSnapshot(ctx, ref)
+		work = make([]core.FileRef, 0, len(files))
+		for _, f := range files {
+			if f.sha != "" {
+				work = append(work, core.FileRef{Path: f.Path, Mode: f.Mode, SHA256: f.sha})
 			}
-		})
+		}
 		if err != nil {
 			ar.mu.Lock()
 			ar.filesDirty = true

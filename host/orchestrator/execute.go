@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -86,6 +87,7 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	}
 	ar.mark("sandbox_start", time.Since(sbStart))
 	ref := &sandboxRef{client: sbClient, id: info.ID}
+	o.knowCreated(ctx, ref, info.SnapshotGeneration, ar.req.Files)
 	if key != "" {
 		ar.mu.Lock()
 		ar.warmKey, ar.warm = key, &warmSandbox{ref: ref, backend: run.SandboxBackend, startedAt: info.CreatedAt.UTC(), inUse: true}
@@ -269,13 +271,19 @@ func (o *Orchestrator) classify(ar *activeRun, err error, what string) outcome {
 	return failed(core.CodeSandboxError, "%s: %v (%s)", what, err, plugin.CodeOf(err))
 }
 
-// sandboxRef is the run's sandbox.
+// sandboxRef is the run's sandbox. A chat's warm sandbox keeps its ref,
+// and with it what the host holds of its files, from run to run.
 type sandboxRef struct {
 	client interface {
 		Stop(ctx context.Context, id string) error
-		SnapshotStream(ctx context.Context, id string, exclude []string, maxBytes int64, fn func(sandbox.SnapshotFile) error) error
+		SnapshotFrom(ctx context.Context, id string, opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (string, error)
 	}
 	id string
+
+	mu sync.Mutex
+	// known is what the host holds of the sandbox's files, nil for
+	// nothing (see snapshot.go).
+	known *sandboxFiles
 }
 
 // finish applies a completed run's result, emits the one terminal event,

@@ -65,6 +65,15 @@ type ResultSink interface {
 	ApplyResult(ctx context.Context, run *core.Run, res RunResult) (ApplyOutcome, error)
 }
 
+// BlobIndex is optionally implemented by a ResultSink that can say which
+// contents it holds. The orchestrator then holds a new sandbox's files as
+// known from its creation (those whose content is stored), so that even the
+// sandbox's first snapshot sends only what the run changed; without it that
+// snapshot sends every file.
+type BlobIndex interface {
+	StoredBlobs(ctx context.Context, shas []string) (map[string]bool, error)
+}
+
 // RunResult is a completed run's working copy, by manifest.
 type RunResult struct {
 	// Files are the snapshot's files in path order. A file over the

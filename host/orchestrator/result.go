@@ -40,21 +40,23 @@ func (o *Orchestrator) keepOutOversized(ctx context.Context, ar *activeRun) {
 
 // snapshotResult streams the sandbox's files into the result sink one at a
 // time, each as it arrives (a file over the per-file limit is never read
-// in), and returns the manifest to apply.
+// in, an unchanged one not sent at all), and returns the manifest to apply:
+// every file of the sandbox, so a path missing from it was deleted.
 func (o *Orchestrator) snapshotResult(ctx context.Context, ar *activeRun, ref *sandboxRef) (RunResult, error) {
+	files, err := o.streamSnapshot(ctx, ref)
+	if err != nil {
+		return RunResult{}, err
+	}
 	var res RunResult
-	err := o.streamSnapshot(ctx, ref, func(f sandbox.SnapshotFile, sha string) {
+	for _, f := range files {
 		switch {
 		case f.LeftOut != "":
 			res.LeftOut = append(res.LeftOut, LeftOut{Path: f.Path, Reason: f.LeftOut})
 		case f.TooLarge:
 			res.Files = append(res.Files, ResultFile{Path: f.Path, Mode: f.Mode, Size: f.Size, TooLarge: true})
 		default:
-			res.Files = append(res.Files, ResultFile{Path: f.Path, Mode: f.Mode, Size: f.Size, SHA256: sha})
+			res.Files = append(res.Files, ResultFile{Path: f.Path, Mode: f.Mode, Size: f.Size, SHA256: f.sha})
 		}
-	})
-	if err != nil {
-		return RunResult{}, err
 	}
 	ar.mu.Lock()
 	for _, k := range ar.keptOut {
@@ -62,33 +64,6 @@ func (o *Orchestrator) snapshotResult(ctx context.Context, ar *activeRun, ref *s
 	}
 	ar.mu.Unlock()
 	return res, nil
-}
-
-// streamSnapshot streams the sandbox's files (generated artifacts
-// excluded) into the result sink as they arrive and passes each path to
-// add with its digest. A file over the per-file limit, found so by its
-// header or while it streamed, comes TooLarge with no digest; paths the
-// sandbox left out come with LeftOut set.
-func (o *Orchestrator) streamSnapshot(ctx context.Context, ref *sandboxRef, add func(f sandbox.SnapshotFile, sha string)) error {
-	return ref.client.SnapshotStream(ctx, ref.id, core.GeneratedArtifacts, o.opts.Limits.MaxFileBytes, func(f sandbox.SnapshotFile) error {
-		if f.Content == nil {
-			add(f, "")
-			return nil
-		}
-		sha, size, err := o.results.PutBlobFrom(ctx, f.Content)
-		var tooLarge *sandbox.FileTooLargeError
-		switch {
-		case errors.As(err, &tooLarge):
-			f.TooLarge, f.Size, f.Content = true, tooLarge.Size, nil
-			add(f, "")
-			return nil
-		case err != nil:
-			return fmt.Errorf("store %s: %w", f.Path, err)
-		}
-		f.Size, f.Content = size, nil
-		add(f, sha)
-		return nil
-	})
 }
 
 // applyResult snapshots and applies a completed run's result, and says how

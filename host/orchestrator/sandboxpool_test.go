@@ -124,3 +124,37 @@ func TestGoneSandboxIsReplacedAndSaid(t *testing.T) {
 	assert.NotEqual(t, first.SandboxID, second.SandboxID)
 	assert.Equal(t, "history=1 system", second.OutputText, "the run is told its sandbox is new")
 }
+
+// resultFiles is a run's result as path → content.
+func resultFiles(h *host, runID string) map[string]string {
+	out := map[string]string{}
+	for _, f := range h.store.Result(runID) {
+		out[f.Path] = string(f.Data)
+	}
+	return out
+}
+
+// TestWarmSandboxSnapshotsFollowChanges: snapshots taken since the last
+// one (at create, at a saved state, at the result, across the runs of a
+// chat) still give whole, exact results: changed, new and deleted files,
+// and files untouched since the sandbox was created.
+func TestWarmSandboxSnapshotsFollowChanges(t *testing.T) {
+	h := poolHost(t, time.Hour)
+	base := map[string]string{"a.txt": "A", "b.txt": "B", "c.txt": "C"}
+	first := h.chatRun(t, "c1", "r1", base,
+		`tool coding_agent_run_command {"command":"printf B2 > b.txt && rm c.txt && echo d > d.txt"}`+"\ncheckpoint\n"+
+			`tool coding_agent_run_command {"command":"echo e > e.txt"}`+"\nsay ok")
+	require.Equal(t, core.RunCompleted, first.Status, first.ErrorMessage)
+	assert.Equal(t, map[string]string{"a.txt": "A", "b.txt": "B2", "d.txt": "d\n", "e.txt": "e\n"}, resultFiles(h, first.ID))
+
+	// Refreshed to the base (d and e removed, b and c put back), then
+	// changed again.
+	second := h.chatRun(t, "c1", "r1", base, `tool coding_agent_run_command {"command":"rm a.txt && printf X > b.txt"}`+"\nsay ok")
+	require.Equal(t, core.RunCompleted, second.Status, second.ErrorMessage)
+	assert.Equal(t, first.SandboxID, second.SandboxID)
+	assert.Equal(t, map[string]string{"b.txt": "X", "c.txt": "C"}, resultFiles(h, second.ID))
+
+	third := h.chatRun(t, "c1", "r1", base, "say nothing changed")
+	require.Equal(t, core.RunCompleted, third.Status, third.ErrorMessage)
+	assert.Equal(t, base, resultFiles(h, third.ID))
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -27,6 +28,13 @@ const BlobChunkBytes = 4 << 20
 // Open sweeps them: a write still streaming (on this host or, on
 // PostgreSQL, another) is never that slow.
 const orphanChunkAge = 24 * time.Hour
+
+// chunkBuffers are PutBlobFrom's chunk buffers. A fresh 4 MiB per content
+// stored cost more than the rest of storing a small file (zeroing and
+// faulting in the pages), once per file of every snapshot; the drivers copy
+// what they are given before Exec returns, so a buffer is free for reuse
+// when PutBlobFrom returns.
+var chunkBuffers = sync.Pool{New: func() any { b := make([]byte, BlobChunkBytes); return &b }}
 
 // execer runs a statement on the database or in a transaction.
 type execer interface {
@@ -68,7 +76,9 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
 // again when the same content was stored meanwhile). On an error from r
 // nothing is kept.
 func (s *Store) PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, error) {
-	buf := make([]byte, BlobChunkBytes)
+	pooled := chunkBuffers.Get().(*[]byte)
+	defer chunkBuffers.Put(pooled)
+	buf := *pooled
 	// Buffered so that a content of exactly one chunk is told from a
 	// bigger one (Peek) and stays one row.
 	r = bufio.NewReader(r)
@@ -287,13 +297,20 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// missingBlobs lists the digests not stored yet, in sorted order.
-func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string][]byte) ([]string, error) {
-	all := make([]string, 0, len(bySHA))
-	for sha := range bySHA {
-		all = append(all, sha)
-	}
-	sort.Strings(all)
+// selecter runs a query on the database or in a transaction.
+type selecter interface {
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+	Rebind(query string) string
+}
+
+// StoredBlobs says which of the digests have their content stored. The
+// orchestrator asks it before trusting what a sandbox says it holds
+// unchanged since its creation.
+func (s *Store) StoredBlobs(ctx context.Context, shas []string) (map[string]bool, error) {
+	return storedBlobs(ctx, s.r, shas)
+}
+
+func storedBlobs(ctx context.Context, db selecter, all []string) (map[string]bool, error) {
 	have := map[string]bool{}
 	for start := 0; start < len(all); start += inChunk {
 		q, args, err := sqlx.In(`SELECT sha256 FROM blobs WHERE sha256 IN (?)`, all[start:min(start+inChunk, len(all))])
@@ -301,12 +318,26 @@ func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string]
 			return nil, err
 		}
 		var found []string
-		if err := tx.SelectContext(ctx, &found, tx.Rebind(q), args...); err != nil {
+		if err := db.SelectContext(ctx, &found, db.Rebind(q), args...); err != nil {
 			return nil, translate(err)
 		}
 		for _, f := range found {
 			have[f] = true
 		}
+	}
+	return have, nil
+}
+
+// missingBlobs lists the digests not stored yet, in sorted order.
+func (s *Store) missingBlobs(ctx context.Context, tx *sqlx.Tx, bySHA map[string][]byte) ([]string, error) {
+	all := make([]string, 0, len(bySHA))
+	for sha := range bySHA {
+		all = append(all, sha)
+	}
+	sort.Strings(all)
+	have, err := storedBlobs(ctx, tx, all)
+	if err != nil {
+		return nil, err
 	}
 	var missing []string
 	for _, sha := range all {

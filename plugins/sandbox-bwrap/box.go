@@ -51,6 +51,8 @@ func checkID(id string) error {
 	return nil
 }
 
+var _ sandbox.ChangeTracker = (*Provider)(nil)
+
 type box struct {
 	info   sandbox.Info
 	dir    string
@@ -67,7 +69,9 @@ func (p *Provider) newBox(cfg Config, info sandbox.Info) (*box, error) {
 		FileSize:    uint64(cfg.ExecFileSizeBytes),
 		CPUSeconds:  uint64(cfg.ExecCPUS),
 	}, b.groups)
-	fsys, err := dirfs.New(filepath.Join(b.dir, workspaceDir), p.sandboxed(cfg, b.dir, exec), dirfs.MaxFileBytes(cfg.MaxFileBytes))
+	// Snapshot stamps go beside the working copy, on its filesystem.
+	fsys, err := dirfs.New(filepath.Join(b.dir, workspaceDir), p.sandboxed(cfg, b.dir, exec), dirfs.MaxFileBytes(cfg.MaxFileBytes),
+		dirfs.StampDir(b.dir))
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +151,7 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 	p.busy[spec.ID] = true
 	p.mu.Unlock()
 
-	b, err := p.build(ctx, cfg, spec)
+	b, written, err := p.build(ctx, cfg, spec)
 	p.mu.Lock()
 	delete(p.busy, spec.ID)
 	if err == nil {
@@ -157,14 +161,23 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 	if err != nil {
 		return sandbox.Info{}, err
 	}
+	info := b.info
+	// What the host wrote is what it holds: recorded, the sandbox's first
+	// snapshot sends only what its run changed. Only an optimisation, so
+	// a failure costs that, not the sandbox.
+	if info.SnapshotGeneration, err = b.ws.RecordFiles(ctx, written); err != nil {
+		p.log.Warn("record the created files", "sandbox_id", spec.ID, "error", err)
+	}
 	p.log.Info("created", "sandbox_id", spec.ID, "files", len(spec.Files))
-	return b.info, nil
+	return info, nil
 }
 
-func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpec) (*box, error) {
+// build makes the sandbox's folder and box; written maps the paths it
+// wrote to their content's sha256.
+func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpec) (b *box, written map[string]string, err error) {
 	stage, err := os.MkdirTemp(cfg.Root, stagingPrefix+spec.ID+"-")
 	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	placed := false
 	defer func() {
@@ -175,38 +188,42 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	wsDir := filepath.Join(stage, workspaceDir)
 	for _, d := range []string{wsDir, filepath.Join(stage, execsDir)} {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+			return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 		}
 	}
 	// The sandbox uid must pass through <id> to reach its workspace.
 	if err := os.Chmod(stage, 0o711); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	staged, err := dirfs.New(wsDir, nil, dirfs.MaxFileBytes(cfg.MaxFileBytes))
 	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
+	written = make(map[string]string, len(spec.Files))
 	for _, f := range spec.Files {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if _, err := staged.WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
-			return nil, err
+		fi, err := staged.WriteFile(ctx, f.Path, f.Data, f.Mode)
+		if err != nil {
+			return nil, nil, err
 		}
+		written[fi.Path] = fi.SHA256
 	}
 	// No command has run in the staged tree yet, so a plain walk is safe.
 	if err := owned.OwnTree(wsDir, owner(cfg)); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: hand the workspace to uid %d: %w", spec.ID, cfg.UID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: hand the workspace to uid %d: %w", spec.ID, cfg.UID, err)
 	}
 	if err := os.Rename(stage, filepath.Join(cfg.Root, spec.ID)); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
-			return nil, plugin.Errorf(plugin.CodeAlreadyExists, "sandbox_id", "sandbox %s exists", spec.ID)
+			return nil, nil, plugin.Errorf(plugin.CodeAlreadyExists, "sandbox_id", "sandbox %s exists", spec.ID)
 		}
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	placed = true
 	info := sandbox.Info{ID: spec.ID, Status: sandbox.StatusRunning, CreatedAt: time.Now().UTC(), ScopeKey: spec.ScopeKey}
-	return p.newBox(cfg, info)
+	b, err = p.newBox(cfg, info)
+	return b, written, err
 }
 
 // lookup finds a sandbox, rediscovering its folder after a plugin restart.
@@ -262,6 +279,17 @@ func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string, em
 		return err
 	}
 	return b.ws.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
+}
+
+// SnapshotSince is Snapshot sending only the files changed since
+// generation since (sandbox.ChangeTracker; see dirfs.FS.FilesSince). A
+// rediscovered sandbox knows no generation: its first snapshot is whole.
+func (p *Provider) SnapshotSince(ctx context.Context, id string, exclude []string, since string, emit func(sandbox.SnapshotEntry) error) (string, error) {
+	b, err := p.lookup(id)
+	if err != nil {
+		return "", err
+	}
+	return b.ws.FilesSince(ctx, since, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
 }
 
 // Stop kills every command of the sandbox (each one's pid namespace goes

@@ -90,10 +90,11 @@ type box struct {
 }
 
 var (
-	_ sandbox.Provider     = (*Provider)(nil)
-	_ sandbox.PortExposer  = (*Provider)(nil)
-	_ plugin.Configurer    = (*Provider)(nil)
-	_ plugin.HealthChecker = (*Provider)(nil)
+	_ sandbox.Provider      = (*Provider)(nil)
+	_ sandbox.PortExposer   = (*Provider)(nil)
+	_ sandbox.ChangeTracker = (*Provider)(nil)
+	_ plugin.Configurer     = (*Provider)(nil)
+	_ plugin.HealthChecker  = (*Provider)(nil)
 )
 
 // New returns a provider with the default configuration that logs hclog
@@ -307,7 +308,8 @@ func newBox(cfg Config, m meta, uid int) (*box, error) {
 	// Services keep their state beside the working copy, never in it.
 	services := dirfs.NewServices(wsRoot, filepath.Join(dir, servicesDir), nil,
 		dirfs.ServicesRunAs(owner.Credential()), dirfs.ServicesRecord(filepath.Join(dir, execsDir)))
-	fsys, err := dirfs.New(wsRoot, exec, dirfs.MaxFileBytes(cfg.MaxFileBytes), dirfs.WithServices(services))
+	// Snapshot stamps go beside the working copy, on its filesystem.
+	fsys, err := dirfs.New(wsRoot, exec, dirfs.MaxFileBytes(cfg.MaxFileBytes), dirfs.WithServices(services), dirfs.StampDir(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +355,7 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 	p.mu.Unlock()
 
 	start := time.Now()
-	b, err := p.build(ctx, cfg, spec, uid)
+	b, written, err := p.build(ctx, cfg, spec, uid)
 	p.mu.Lock()
 	delete(p.busy, spec.ID)
 	delete(p.claimed, uid)
@@ -368,17 +370,26 @@ func (p *Provider) Create(ctx context.Context, spec sandbox.CreateSpec) (sandbox
 		p.log.Warn("create failed", "sandbox_id", spec.ID, "error", err)
 		return sandbox.Info{}, err
 	}
+	info := b.info
+	// What the host wrote is what it holds: recorded, the sandbox's first
+	// snapshot sends only what its run changed. Only an optimisation, so
+	// a failure costs that, not the sandbox.
+	if info.SnapshotGeneration, err = b.fs.RecordFiles(ctx, written); err != nil {
+		p.log.Warn("record the created files", "sandbox_id", spec.ID, "error", err)
+	}
 	p.log.Info("created", "sandbox_id", spec.ID, "files", len(spec.Files), "took", time.Since(start))
-	return b.info, nil
+	return info, nil
 }
 
-func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpec, uid int) (*box, error) {
+// build makes the sandbox's folder and box; known maps the paths it wrote
+// to their content's sha256.
+func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpec, uid int) (b *box, known map[string]string, err error) {
 	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	stage, err := os.MkdirTemp(cfg.Root, stagingPrefix+spec.ID+"-")
 	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	placed := false
 	defer func() {
@@ -391,40 +402,44 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	// cannot read meta.json or the records, nor replace them.
 	if dropping() {
 		if err := os.Chmod(stage, 0o711); err != nil {
-			return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+			return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 		}
 	}
 	if err := os.Mkdir(filepath.Join(stage, workspaceDir), 0o755); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	staged, err := dirfs.New(filepath.Join(stage, workspaceDir), nil, dirfs.MaxFileBytes(cfg.MaxFileBytes))
 	if err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
+	known = make(map[string]string, len(spec.Files))
 	for _, f := range spec.Files {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if _, err := staged.WriteFile(ctx, f.Path, f.Data, f.Mode); err != nil {
-			return nil, err
+		fi, err := staged.WriteFile(ctx, f.Path, f.Data, f.Mode)
+		if err != nil {
+			return nil, nil, err
 		}
+		known[fi.Path] = fi.SHA256
 	}
 	// No command has run in the staged tree yet, so a plain walk is safe.
 	if err := handTo(filepath.Join(stage, workspaceDir), uid); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	m := meta{ID: spec.ID, ScopeKey: spec.ScopeKey, Labels: spec.Labels, CreatedAt: time.Now().UTC(), MaxFileBytes: spec.MaxFileBytes}
 	if err := writeMeta(stage, m); err != nil {
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	if err := os.Rename(stage, filepath.Join(cfg.Root, spec.ID)); err != nil {
 		if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
-			return nil, plugin.Errorf(plugin.CodeAlreadyExists, "sandbox_id", "sandbox %s exists", spec.ID)
+			return nil, nil, plugin.Errorf(plugin.CodeAlreadyExists, "sandbox_id", "sandbox %s exists", spec.ID)
 		}
-		return nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	placed = true
-	return newBox(cfg, m, uid)
+	b, err = newBox(cfg, m, uid)
+	return b, known, err
 }
 
 // handTo gives a workspace no command is running in to uid, closed to
@@ -564,17 +579,6 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 	}
 	p.log.Info("stopped", "sandbox_id", id)
 	return nil
-}
-
-// Snapshot streams the working copy: regular files in path order, symlinks
-// and unstorable names reported as left out, without what exclude matches
-// (excluded folders are not walked).
-func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string, emit func(sandbox.SnapshotEntry) error) error {
-	b, err := p.lookup(id)
-	if err != nil {
-		return err
-	}
-	return b.fs.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
 }
 
 // ExposePort says where a port of the sandbox is reachable: a local

@@ -62,11 +62,13 @@ func (s *server) Health(ctx context.Context, _ *pluginv1.HealthRequest) (*plugin
 }
 
 func infoToProto(i Info) *sandboxv1.SandboxInfo {
-	return &sandboxv1.SandboxInfo{Id: i.ID, Status: i.Status, CreatedAtUnixMs: i.CreatedAt.UnixMilli(), ScopeKey: i.ScopeKey}
+	return &sandboxv1.SandboxInfo{Id: i.ID, Status: i.Status, CreatedAtUnixMs: i.CreatedAt.UnixMilli(), ScopeKey: i.ScopeKey,
+		SnapshotGeneration: i.SnapshotGeneration}
 }
 
 func infoFromProto(p *sandboxv1.SandboxInfo) Info {
-	return Info{ID: p.GetId(), Status: p.GetStatus(), CreatedAt: time.UnixMilli(p.GetCreatedAtUnixMs()), ScopeKey: p.GetScopeKey()}
+	return Info{ID: p.GetId(), Status: p.GetStatus(), CreatedAt: time.UnixMilli(p.GetCreatedAtUnixMs()), ScopeKey: p.GetScopeKey(),
+		SnapshotGeneration: p.GetSnapshotGeneration()}
 }
 
 func (s *server) Create(stream sandboxv1.Sandbox_CreateServer) error {
@@ -138,7 +140,7 @@ func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandb
 	chunk := func(d []byte) *sandboxv1.SnapshotChunk {
 		return &sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_Data{Data: d}}
 	}
-	err := s.impl.Snapshot(stream.Context(), req.GetSandboxId(), req.GetExclude(), func(e SnapshotEntry) error {
+	send := func(e SnapshotEntry) error {
 		if e.LeftOut != "" {
 			// Proto strings must be UTF-8: a backend that forgot to quote
 			// a bad name must not break the whole stream.
@@ -152,9 +154,23 @@ func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandb
 			return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_LeftOut{LeftOut: &sandboxv1.LeftOut{
 				Path: strconv.Quote(e.Path), Reason: "the name is not valid UTF-8"}}})
 		}
+		if e.Unchanged {
+			return stream.Send(header(&sandboxv1.FileHeader{Path: e.Path, Mode: e.Mode, Size: e.Size, Unchanged: true, Sha256: e.SHA256}))
+		}
 		return sendFiles([]File{e.File}, stream.Send, header, chunk)
-	})
-	return rpcerr.ToStatus(err)
+	}
+	ct, tracks := s.impl.(ChangeTracker)
+	if !tracks {
+		return rpcerr.ToStatus(s.impl.Snapshot(stream.Context(), req.GetSandboxId(), req.GetExclude(), send))
+	}
+	gen, err := ct.SnapshotSince(stream.Context(), req.GetSandboxId(), req.GetExclude(), req.GetSince(), send)
+	if err != nil {
+		return rpcerr.ToStatus(err)
+	}
+	if gen == "" {
+		return nil
+	}
+	return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_End{End: &sandboxv1.SnapshotEnd{Generation: gen}}})
 }
 
 // sendFiles streams a file set as header, chunks, header, chunks...

@@ -55,6 +55,11 @@ type SnapshotEntry struct {
 	// symlink, a special file, a name that is not valid UTF-8 — Path is
 	// then Go-quoted). Such an entry has no content.
 	LeftOut string
+	// Unchanged says the file is as it was at the generation the snapshot
+	// was asked since (ChangeTracker): Data is nil, and SHA256 is the
+	// lowercase hex sha256 of its content then. Size and Mode are set.
+	Unchanged bool
+	SHA256    string
 }
 
 // Info describes a sandbox.
@@ -63,6 +68,10 @@ type Info struct {
 	Status    string
 	CreatedAt time.Time
 	ScopeKey  string
+	// SnapshotGeneration is set by Create when the backend tracks changes
+	// (ChangeTracker): the generation of the files the sandbox was created
+	// with, so that even its first snapshot sends only what changed.
+	SnapshotGeneration string
 }
 
 // Endpoint is where an exposed port can be reached.
@@ -90,6 +99,26 @@ type Provider interface {
 	// as LeftOut entries rather than failing. An error from emit ends the
 	// snapshot with that error.
 	Snapshot(ctx context.Context, id string, exclude []string, emit func(SnapshotEntry) error) error
+}
+
+// ChangeTracker is implemented by backends that know which files of a
+// sandbox changed since an earlier snapshot of it, so that the content of
+// the others need not travel to the host nor be hashed again.
+type ChangeTracker interface {
+	// SnapshotSince is Snapshot, except that a file unchanged since
+	// generation since may be passed as an Unchanged entry, without its
+	// content. since names a file set the host holds: what an earlier
+	// complete SnapshotSince of the same sandbox returned, or Create's
+	// Info.SnapshotGeneration. An empty or unknown since (the plugin
+	// restarted, say) passes every file's content. It returns the
+	// generation of the file set it passed ("" if it keeps none); a path of
+	// that set missing from a later snapshot since it was deleted.
+	//
+	// A file counts as unchanged only when nothing can have written it
+	// since: a backend judging by stat keys must treat a file modified
+	// within the timestamp tick of its record as changed (git's "racily
+	// clean" entries).
+	SnapshotSince(ctx context.Context, id string, exclude []string, since string, emit func(SnapshotEntry) error) (generation string, err error)
 }
 
 // PortExposer is implemented by backends that can expose a port.

@@ -29,6 +29,28 @@ type SnapshotFile struct {
 	// grows past the limit while it is read, Read fails with a
 	// *FileTooLargeError.
 	Content io.Reader
+	// Unchanged says the file is as it was at the generation the snapshot
+	// was asked since (SnapshotOptions.Since): no content came (Content is
+	// nil), SHA256 is the digest the backend recorded for it then. The
+	// caller must hold that generation's files to use it: a path or digest
+	// it has no record of means it has to ask again for everything.
+	Unchanged bool
+	SHA256    string
+}
+
+// SnapshotOptions say what a snapshot (Client.SnapshotFrom) leaves out and
+// what the caller already holds.
+type SnapshotOptions struct {
+	// Exclude drops paths (MatchExclude patterns).
+	Exclude []string
+	// MaxBytes, when > 0, is the per-file limit: a bigger file comes
+	// TooLarge, without content.
+	MaxBytes int64
+	// Since is the generation of an earlier snapshot of the sandbox (or
+	// Info.SnapshotGeneration from Create) whose files the caller holds:
+	// files unchanged since then may come Unchanged. "" asks for every
+	// file's content.
+	Since string
 }
 
 // FileTooLargeError is what a SnapshotFile's Content fails with when the
@@ -51,26 +73,50 @@ func (e *FileTooLargeError) Error() string {
 // fn leaves unread is read and dropped. An error from fn ends the snapshot
 // with it.
 func (c *Client) SnapshotStream(ctx context.Context, id string, exclude []string, maxBytes int64, fn func(SnapshotFile) error) error {
+	_, err := c.SnapshotFrom(ctx, id, SnapshotOptions{Exclude: exclude, MaxBytes: maxBytes}, fn)
+	return err
+}
+
+// SnapshotFrom is SnapshotStream asked since an earlier generation
+// (opts.Since): a backend that tracks changes and still knows it sends the
+// files unchanged since then as Unchanged, without content. It returns the
+// generation of the file set it sent, for the next call; "" when the
+// backend does not track changes. The snapshot is complete only when it
+// returns no error; a path of the generation asked since that it did not
+// pass to fn was deleted.
+func (c *Client) SnapshotFrom(ctx context.Context, id string, opts SnapshotOptions, fn func(SnapshotFile) error) (generation string, err error) {
 	// Stop the stream when fn gives up early, rather than draining it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.c.Snapshot(ctx, &sandboxv1.SnapshotRequest{SandboxId: id, Exclude: exclude})
+	stream, err := c.c.Snapshot(ctx, &sandboxv1.SnapshotRequest{SandboxId: id, Exclude: opts.Exclude, Since: opts.Since})
 	if err != nil {
-		return rpcerr.FromStatus(err)
+		return "", rpcerr.FromStatus(err)
 	}
+	maxBytes := opts.MaxBytes
 	var next *sandboxv1.SnapshotChunk // a message read ahead by the last file
 	for {
 		msg := next
 		next = nil
 		if msg == nil {
 			if msg, err = stream.Recv(); err == io.EOF {
-				return nil
+				return generation, nil
 			} else if err != nil {
-				return rpcerr.FromStatus(err)
+				return "", rpcerr.FromStatus(err)
 			}
 		}
 		switch m := msg.GetMsg().(type) {
 		case *sandboxv1.SnapshotChunk_File:
+			if m.File.GetUnchanged() {
+				f := SnapshotFile{Path: m.File.GetPath(), Mode: m.File.GetMode(), Size: m.File.GetSize(), Unchanged: true, SHA256: m.File.GetSha256()}
+				if maxBytes > 0 && f.Size > maxBytes {
+					// Over the limit then as now: no digest to use.
+					f.Unchanged, f.SHA256, f.TooLarge = false, "", true
+				}
+				if err := fn(f); err != nil {
+					return "", err
+				}
+				continue
+			}
 			r := &fileReader{pull: stream.Recv, max: maxBytes}
 			f := SnapshotFile{Path: m.File.GetPath(), Mode: m.File.GetMode(), Size: m.File.GetSize()}
 			if maxBytes > 0 && f.Size > maxBytes {
@@ -81,25 +127,27 @@ func (c *Client) SnapshotStream(ctx context.Context, id string, exclude []string
 				f.Content = r
 			}
 			if err := r.broken(); err != nil {
-				return err
+				return "", err
 			}
 			if err := fn(f); err != nil {
-				return err
+				return "", err
 			}
 			r.drain()
 			if err := r.broken(); err != nil {
-				return err
+				return "", err
 			}
 			if r.eof {
-				return nil
+				return generation, nil
 			}
 			next = r.next
 		case *sandboxv1.SnapshotChunk_Data:
-			return plugin.Errorf(plugin.CodeInternal, "", "snapshot data before a file header")
+			return "", plugin.Errorf(plugin.CodeInternal, "", "snapshot data before a file header")
 		case *sandboxv1.SnapshotChunk_LeftOut:
 			if err := fn(SnapshotFile{Path: m.LeftOut.GetPath(), LeftOut: m.LeftOut.GetReason()}); err != nil {
-				return err
+				return "", err
 			}
+		case *sandboxv1.SnapshotChunk_End:
+			generation = m.End.GetGeneration()
 		}
 	}
 }

@@ -35,6 +35,11 @@ type Options struct {
 	// timeout, a cancel and Stop really kill them. Leave it false for a backend on
 	// another machine or in its own pid namespace.
 	LocalProcesses bool
+	// TracksChanges: the backend implements sandbox.ChangeTracker, so the
+	// kit checks that a snapshot since an earlier one sends the content of
+	// the changed files only. Without it the kit checks only that such a
+	// snapshot holds the right files.
+	TracksChanges bool
 }
 
 // Run checks the backend behind newClient. It calls newClient once and
@@ -55,6 +60,7 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts Option
 	t.Run("snapshot reports what it leaves out", k.testSnapshotLeftOut)
 	t.Run("host file limit", k.testHostFileLimit)
 	t.Run("snapshot stream", k.testSnapshotStream)
+	t.Run("snapshot since a generation", k.testSnapshotSince)
 	t.Run("stop", k.testStop)
 	t.Run("expose port", k.testExposePort)
 	t.Run("services", k.testServices)

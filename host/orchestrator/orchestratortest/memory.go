@@ -42,6 +42,7 @@ var (
 	_ orchestrator.RunStore   = (*Memory)(nil)
 	_ orchestrator.EventSink  = (*Memory)(nil)
 	_ orchestrator.ResultSink = (*Memory)(nil)
+	_ orchestrator.BlobIndex  = (*Memory)(nil)
 )
 
 func (m *Memory) notifyLocked() {
@@ -177,6 +178,20 @@ func (m *Memory) PutBlobFrom(_ context.Context, r io.Reader) (string, int64, err
 	defer m.mu.Unlock()
 	m.blobs[sha] = data
 	return sha, int64(len(data)), nil
+}
+
+// StoredBlobs says which digests have content kept
+// (orchestrator.BlobIndex).
+func (m *Memory) StoredBlobs(_ context.Context, shas []string) (map[string]bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	have := map[string]bool{}
+	for _, sha := range shas {
+		if _, ok := m.blobs[sha]; ok {
+			have[sha] = true
+		}
+	}
+	return have, nil
 }
 
 // ApplyResult records the files of a completed run (oversized ones without

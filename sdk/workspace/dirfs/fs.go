@@ -35,6 +35,7 @@ type FS struct {
 	exec     ExecFunc
 	maxBytes int64
 	hashes   hashCache
+	changes  changes
 	services *Services
 }
 

@@ -172,6 +172,15 @@ func skipped(name string, skip []string) bool {
 // cannot hold (a backslash). exclude (nil for none) drops a path; an
 // excluded folder is not walked at all.
 func (f *FS) Files(ctx context.Context, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) error {
+	return f.walkFiles(ctx, exclude, emit, nil, nil)
+}
+
+// walkFiles is Files with two hooks for change tracking (FilesSince), each
+// nil for none: unchanged may pass a regular file's entry without its
+// content being read (ok true), and read sees each file read, with the
+// stat it was opened with.
+func (f *FS) walkFiles(ctx context.Context, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error,
+	unchanged func(rel string, d fs.DirEntry) (sandbox.SnapshotEntry, bool), read func(rel string, fi fs.FileInfo, data []byte)) error {
 	r, err := f.open()
 	if err != nil {
 		return err
@@ -198,6 +207,11 @@ func (f *FS) Files(ctx context.Context, exclude func(rel string) bool, emit func
 		case !t.IsRegular():
 			return false, leftOut(rel, "not a regular file")
 		}
+		if unchanged != nil {
+			if e, ok := unchanged(rel, d); ok {
+				return false, emit(e)
+			}
+		}
 		file, fi, err := openRegular(r, rel, rel)
 		if err != nil {
 			if plugin.HasCode(err, plugin.CodeNotFound) {
@@ -213,6 +227,9 @@ func (f *FS) Files(ctx context.Context, exclude func(rel string) bool, emit func
 			return false, mapErr(rel, err)
 		}
 		data := buf.Bytes()
+		if read != nil {
+			read(rel, fi, data)
+		}
 		return false, emit(sandbox.SnapshotEntry{File: sandbox.File{Path: rel, Mode: uint32(fi.Mode().Perm()), Data: data}, Size: int64(len(data))})
 	})
 }

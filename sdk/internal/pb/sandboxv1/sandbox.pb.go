@@ -101,10 +101,15 @@ func (x *CreateHeader) GetMaxFileBytes() int64 {
 }
 
 type FileHeader struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
-	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
-	Size          int64                  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Mode  uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	Size  int64                  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// Only in a Snapshot asked since a generation: the file is as it was at
+	// that generation, its content's sha256 (lowercase hex) is sha256, and no
+	// data follows the header.
+	Unchanged     bool   `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	Sha256        string `protobuf:"bytes,5,opt,name=sha256,proto3" json:"sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -158,6 +163,20 @@ func (x *FileHeader) GetSize() int64 {
 		return x.Size
 	}
 	return 0
+}
+
+func (x *FileHeader) GetUnchanged() bool {
+	if x != nil {
+		return x.Unchanged
+	}
+	return false
+}
+
+func (x *FileHeader) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
 }
 
 type CreateRequest struct {
@@ -265,8 +284,11 @@ type SandboxInfo struct {
 	Status          string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
 	CreatedAtUnixMs int64  `protobuf:"varint,3,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
 	ScopeKey        string `protobuf:"bytes,4,opt,name=scope_key,json=scopeKey,proto3" json:"scope_key,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set by Create when the backend tracks changes: the generation of the
+	// files the sandbox was created with, for a first Snapshot since it.
+	SnapshotGeneration string `protobuf:"bytes,5,opt,name=snapshot_generation,json=snapshotGeneration,proto3" json:"snapshot_generation,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *SandboxInfo) Reset() {
@@ -323,6 +345,13 @@ func (x *SandboxInfo) GetCreatedAtUnixMs() int64 {
 func (x *SandboxInfo) GetScopeKey() string {
 	if x != nil {
 		return x.ScopeKey
+	}
+	return ""
+}
+
+func (x *SandboxInfo) GetSnapshotGeneration() string {
+	if x != nil {
+		return x.SnapshotGeneration
 	}
 	return ""
 }
@@ -563,7 +592,13 @@ type SnapshotRequest struct {
 	SandboxId string                 `protobuf:"bytes,1,opt,name=sandbox_id,json=sandboxId,proto3" json:"sandbox_id,omitempty"`
 	// Glob patterns (path.Match syntax, matched against each path segment
 	// prefix) of files and folders to leave out.
-	Exclude       []string `protobuf:"bytes,2,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	Exclude []string `protobuf:"bytes,2,rep,name=exclude,proto3" json:"exclude,omitempty"`
+	// The generation of an earlier complete snapshot of this sandbox (its
+	// SnapshotEnd), or of its files at Create (SandboxInfo), whose files the
+	// caller holds. A backend that still knows it may mark files unchanged
+	// since then; one that does not (it restarted, or does not track) sends
+	// every file's data. Empty: send every file's data.
+	Since         string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -612,6 +647,13 @@ func (x *SnapshotRequest) GetExclude() []string {
 	return nil
 }
 
+func (x *SnapshotRequest) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
 type SnapshotChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -619,6 +661,7 @@ type SnapshotChunk struct {
 	//	*SnapshotChunk_File
 	//	*SnapshotChunk_Data
 	//	*SnapshotChunk_LeftOut
+	//	*SnapshotChunk_End
 	Msg           isSnapshotChunk_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -688,6 +731,15 @@ func (x *SnapshotChunk) GetLeftOut() *LeftOut {
 	return nil
 }
 
+func (x *SnapshotChunk) GetEnd() *SnapshotEnd {
+	if x != nil {
+		if x, ok := x.Msg.(*SnapshotChunk_End); ok {
+			return x.End
+		}
+	}
+	return nil
+}
+
 type isSnapshotChunk_Msg interface {
 	isSnapshotChunk_Msg()
 }
@@ -704,11 +756,65 @@ type SnapshotChunk_LeftOut struct {
 	LeftOut *LeftOut `protobuf:"bytes,3,opt,name=left_out,json=leftOut,proto3,oneof"`
 }
 
+type SnapshotChunk_End struct {
+	End *SnapshotEnd `protobuf:"bytes,4,opt,name=end,proto3,oneof"`
+}
+
 func (*SnapshotChunk_File) isSnapshotChunk_Msg() {}
 
 func (*SnapshotChunk_Data) isSnapshotChunk_Msg() {}
 
 func (*SnapshotChunk_LeftOut) isSnapshotChunk_Msg() {}
+
+func (*SnapshotChunk_End) isSnapshotChunk_Msg() {}
+
+// SnapshotEnd is the last message of a complete snapshot from a backend
+// that tracks changes. Older callers ignore it.
+type SnapshotEnd struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Names the file set just sent, for a later Snapshot since it. A path of
+	// that set missing from the later snapshot was deleted.
+	Generation    string `protobuf:"bytes,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotEnd) Reset() {
+	*x = SnapshotEnd{}
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotEnd) ProtoMessage() {}
+
+func (x *SnapshotEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotEnd.ProtoReflect.Descriptor instead.
+func (*SnapshotEnd) Descriptor() ([]byte, []int) {
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SnapshotEnd) GetGeneration() string {
+	if x != nil {
+		return x.Generation
+	}
+	return ""
+}
 
 // LeftOut is a path of the working copy that a snapshot does not include.
 type LeftOut struct {
@@ -725,7 +831,7 @@ type LeftOut struct {
 
 func (x *LeftOut) Reset() {
 	*x = LeftOut{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +843,7 @@ func (x *LeftOut) String() string {
 func (*LeftOut) ProtoMessage() {}
 
 func (x *LeftOut) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +856,7 @@ func (x *LeftOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOut.ProtoReflect.Descriptor instead.
 func (*LeftOut) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LeftOut) GetPath() string {
@@ -780,22 +886,25 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x0emax_file_bytes\x18\x04 \x01(\x03R\fmaxFileBytes\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"H\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
 	"\n" +
 	"FileHeader\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x12\n" +
-	"\x04size\x18\x03 \x01(\x03R\x04size\"\xa2\x01\n" +
+	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x1c\n" +
+	"\tunchanged\x18\x04 \x01(\bR\tunchanged\x12\x16\n" +
+	"\x06sha256\x18\x05 \x01(\tR\x06sha256\"\xa2\x01\n" +
 	"\rCreateRequest\x12<\n" +
 	"\x06header\x18\x01 \x01(\v2\".agenthost.sandbox.v1.CreateHeaderH\x00R\x06header\x126\n" +
 	"\x04file\x18\x02 \x01(\v2 .agenthost.sandbox.v1.FileHeaderH\x00R\x04file\x12\x14\n" +
 	"\x04data\x18\x03 \x01(\fH\x00R\x04dataB\x05\n" +
-	"\x03msg\"\x7f\n" +
+	"\x03msg\"\xb0\x01\n" +
 	"\vSandboxInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12+\n" +
 	"\x12created_at_unix_ms\x18\x03 \x01(\x03R\x0fcreatedAtUnixMs\x12\x1b\n" +
-	"\tscope_key\x18\x04 \x01(\tR\bscopeKey\"+\n" +
+	"\tscope_key\x18\x04 \x01(\tR\bscopeKey\x12/\n" +
+	"\x13snapshot_generation\x18\x05 \x01(\tR\x12snapshotGeneration\"+\n" +
 	"\n" +
 	"GetRequest\x12\x1d\n" +
 	"\n" +
@@ -810,16 +919,22 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04port\x18\x02 \x01(\rR\x04port\"6\n" +
 	"\bEndpoint\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x10\n" +
-	"\x03url\x18\x02 \x01(\tR\x03url\"J\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\"`\n" +
 	"\x0fSnapshotRequest\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x18\n" +
-	"\aexclude\x18\x02 \x03(\tR\aexclude\"\xa0\x01\n" +
+	"\aexclude\x18\x02 \x03(\tR\aexclude\x12\x14\n" +
+	"\x05since\x18\x03 \x01(\tR\x05since\"\xd7\x01\n" +
 	"\rSnapshotChunk\x126\n" +
 	"\x04file\x18\x01 \x01(\v2 .agenthost.sandbox.v1.FileHeaderH\x00R\x04file\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04data\x12:\n" +
-	"\bleft_out\x18\x03 \x01(\v2\x1d.agenthost.sandbox.v1.LeftOutH\x00R\aleftOutB\x05\n" +
-	"\x03msg\"5\n" +
+	"\bleft_out\x18\x03 \x01(\v2\x1d.agenthost.sandbox.v1.LeftOutH\x00R\aleftOut\x125\n" +
+	"\x03end\x18\x04 \x01(\v2!.agenthost.sandbox.v1.SnapshotEndH\x00R\x03endB\x05\n" +
+	"\x03msg\"-\n" +
+	"\vSnapshotEnd\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\tR\n" +
+	"generation\"5\n" +
 	"\aLeftOut\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason2\xa3\x05\n" +
@@ -846,7 +961,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 	return file_agenthost_sandbox_v1_sandbox_proto_rawDescData
 }
 
-var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*CreateHeader)(nil),               // 0: agenthost.sandbox.v1.CreateHeader
 	(*FileHeader)(nil),                 // 1: agenthost.sandbox.v1.FileHeader
@@ -859,42 +974,44 @@ var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*Endpoint)(nil),                   // 8: agenthost.sandbox.v1.Endpoint
 	(*SnapshotRequest)(nil),            // 9: agenthost.sandbox.v1.SnapshotRequest
 	(*SnapshotChunk)(nil),              // 10: agenthost.sandbox.v1.SnapshotChunk
-	(*LeftOut)(nil),                    // 11: agenthost.sandbox.v1.LeftOut
-	nil,                                // 12: agenthost.sandbox.v1.CreateHeader.LabelsEntry
-	(*pluginv1.InfoRequest)(nil),       // 13: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 14: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 15: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 16: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 17: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 18: agenthost.plugin.v1.HealthResponse
+	(*SnapshotEnd)(nil),                // 11: agenthost.sandbox.v1.SnapshotEnd
+	(*LeftOut)(nil),                    // 12: agenthost.sandbox.v1.LeftOut
+	nil,                                // 13: agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	(*pluginv1.InfoRequest)(nil),       // 14: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 15: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 16: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 17: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 18: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 19: agenthost.plugin.v1.HealthResponse
 }
 var file_agenthost_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	12, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	13, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
 	0,  // 1: agenthost.sandbox.v1.CreateRequest.header:type_name -> agenthost.sandbox.v1.CreateHeader
 	1,  // 2: agenthost.sandbox.v1.CreateRequest.file:type_name -> agenthost.sandbox.v1.FileHeader
 	1,  // 3: agenthost.sandbox.v1.SnapshotChunk.file:type_name -> agenthost.sandbox.v1.FileHeader
-	11, // 4: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
-	13, // 5: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	14, // 6: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	15, // 7: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	2,  // 8: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
-	4,  // 9: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
-	5,  // 10: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
-	7,  // 11: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
-	9,  // 12: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
-	16, // 13: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	17, // 14: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	18, // 15: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	3,  // 16: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
-	3,  // 17: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
-	6,  // 18: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
-	8,  // 19: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
-	10, // 20: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
-	13, // [13:21] is the sub-list for method output_type
-	5,  // [5:13] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	12, // 4: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
+	11, // 5: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
+	14, // 6: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	15, // 7: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	16, // 8: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	2,  // 9: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
+	4,  // 10: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
+	5,  // 11: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
+	7,  // 12: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
+	9,  // 13: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
+	17, // 14: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	18, // 15: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	19, // 16: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	3,  // 17: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
+	3,  // 18: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
+	6,  // 19: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
+	8,  // 20: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
+	10, // 21: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
+	14, // [14:22] is the sub-list for method output_type
+	6,  // [6:14] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_sandbox_v1_sandbox_proto_init() }
@@ -911,6 +1028,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 		(*SnapshotChunk_File)(nil),
 		(*SnapshotChunk_Data)(nil),
 		(*SnapshotChunk_LeftOut)(nil),
+		(*SnapshotChunk_End)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -918,7 +1036,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_sandbox_v1_sandbox_proto_rawDesc), len(file_agenthost_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

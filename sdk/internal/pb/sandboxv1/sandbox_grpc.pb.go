@@ -51,7 +51,10 @@ type SandboxClient interface {
 	// Snapshot streams every file of the working copy: a FileHeader, then its
 	// data chunks, file after file. Entries it cannot include (symlinks,
 	// special files, names that are not valid UTF-8 or not storable) come as
-	// a LeftOut, so that the host reports them instead of failing.
+	// a LeftOut, so that the host reports them instead of failing. Asked
+	// since an earlier generation, a backend that tracks changes sends a file
+	// unchanged since then as a FileHeader marked unchanged, without data, and
+	// ends a complete snapshot with a SnapshotEnd naming its generation.
 	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
 }
 
@@ -172,7 +175,10 @@ type SandboxServer interface {
 	// Snapshot streams every file of the working copy: a FileHeader, then its
 	// data chunks, file after file. Entries it cannot include (symlinks,
 	// special files, names that are not valid UTF-8 or not storable) come as
-	// a LeftOut, so that the host reports them instead of failing.
+	// a LeftOut, so that the host reports them instead of failing. Asked
+	// since an earlier generation, a backend that tracks changes sends a file
+	// unchanged since then as a FileHeader marked unchanged, without data, and
+	// ends a complete snapshot with a SnapshotEnd naming its generation.
 	Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
 	mustEmbedUnimplementedSandboxServer()
 }

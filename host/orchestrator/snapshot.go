@@ -1,0 +1,165 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/sdk/sandbox"
+)
+
+// Snapshots proportional to what changed. The host keeps, per sandbox
+// (sandboxRef, which a chat's warm sandbox keeps across runs), the
+// generation the backend named for the last file set the host stored and
+// each file's digest. The next snapshot is asked since that generation: a
+// backend that tracks changes passes the files unchanged since then as
+// headers, and the host takes their digests from its own record, their
+// content stored already. A backend that does not track, or no longer
+// knows the generation (it restarted), sends everything, which is handled
+// the same as a first snapshot.
+//
+// The host never trusts a digest for a path it has no record of, or that
+// differs from its record: it then asks again for everything.
+
+// sandboxFiles is what the host holds of a sandbox's files: the generation
+// of the file set and the digest of each of its files, whose content is
+// stored.
+type sandboxFiles struct {
+	gen string
+	sha map[string]string
+}
+
+// snapshotFile is one path of a snapshot as the host stored it: a file
+// with its digest (none when TooLarge), or a path the sandbox left out.
+// Its Content is nil.
+type snapshotFile struct {
+	sandbox.SnapshotFile
+	sha string
+}
+
+// errUnknownDigest says a sandbox passed a file as unchanged that the host
+// holds no such record of.
+var errUnknownDigest = errors.New("the sandbox passed a file as unchanged that the host holds no record of")
+
+func (r *sandboxRef) knownFiles() *sandboxFiles {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.known
+}
+
+func (r *sandboxRef) setKnown(k *sandboxFiles) {
+	r.mu.Lock()
+	r.known = k
+	r.mu.Unlock()
+}
+
+// streamSnapshot snapshots the sandbox's files (generated artifacts
+// excluded), storing each file's content as it arrives, and returns every
+// path with its digest. A file over the per-file limit, found so by its
+// header or while it streamed, comes TooLarge with no digest; paths the
+// sandbox left out come with LeftOut set. Files the sandbox passes as
+// unchanged since the last snapshot the host stored take their digests
+// from the host's record.
+func (o *Orchestrator) streamSnapshot(ctx context.Context, ref *sandboxRef) ([]snapshotFile, error) {
+	known := ref.knownFiles()
+	files, err := o.snapshotSince(ctx, ref, known)
+	if known != nil && errors.Is(err, errUnknownDigest) {
+		o.log.Warn("sandbox snapshot does not match the host's record; taking it whole", "sandbox", ref.id, "error", err)
+		files, err = o.snapshotSince(ctx, ref, nil)
+	}
+	return files, err
+}
+
+// snapshotSince takes one snapshot since the file set known (nil: a whole
+// one) and, once it is complete, records its file set as known.
+func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known *sandboxFiles) ([]snapshotFile, error) {
+	opts := sandbox.SnapshotOptions{Exclude: core.GeneratedArtifacts, MaxBytes: o.opts.Limits.MaxFileBytes}
+	if known != nil {
+		opts.Since = known.gen
+	}
+	var files []snapshotFile
+	shas := map[string]string{}
+	gen, err := ref.client.SnapshotFrom(ctx, ref.id, opts, func(f sandbox.SnapshotFile) error {
+		switch {
+		case f.Unchanged:
+			var sha string
+			if known != nil {
+				sha = known.sha[f.Path]
+			}
+			if sha == "" || sha != f.SHA256 {
+				return fmt.Errorf("%s: %w", f.Path, errUnknownDigest)
+			}
+			f.Unchanged, f.SHA256 = false, ""
+			files, shas[f.Path] = append(files, snapshotFile{f, sha}), sha
+			return nil
+		case f.Content == nil:
+			files = append(files, snapshotFile{SnapshotFile: f})
+			return nil
+		}
+		sha, size, err := o.results.PutBlobFrom(ctx, f.Content)
+		f.Content = nil
+		var tooLarge *sandbox.FileTooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			f.TooLarge, f.Size = true, tooLarge.Size
+			files = append(files, snapshotFile{SnapshotFile: f})
+			return nil
+		case err != nil:
+			return fmt.Errorf("store %s: %w", f.Path, err)
+		}
+		f.Size = size
+		files, shas[f.Path] = append(files, snapshotFile{f, sha}), sha
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A later snapshot is asked since this one only if the backend named
+	// it; the record of an older generation is of no use any more.
+	if gen == "" {
+		ref.setKnown(nil)
+	} else {
+		ref.setKnown(&sandboxFiles{gen: gen, sha: shas})
+	}
+	return files, nil
+}
+
+// knowCreated records a new sandbox's files, as the host sent them to
+// Create, under the generation Create named, so that its first snapshot
+// sends only what the run changed. A digest in the host's record must name
+// stored content: the few files of a run whose content is not stored yet
+// (made for the run, such as the agent contract) are stored here. It is
+// only an optimisation: without a generation or a BlobIndex, or on any
+// error, the first snapshot is whole.
+func (o *Orchestrator) knowCreated(ctx context.Context, ref *sandboxRef, gen string, files []sandbox.File) {
+	idx, ok := o.results.(BlobIndex)
+	if gen == "" || !ok || len(files) == 0 {
+		return
+	}
+	byPath := make(map[string]string, len(files))
+	all := make([]string, 0, len(files))
+	for _, f := range files {
+		sha := sha256Hex(f.Data)
+		byPath[f.Path] = sha
+		all = append(all, sha)
+	}
+	stored, err := idx.StoredBlobs(ctx, all)
+	if err != nil {
+		o.log.Warn("check stored contents; the sandbox's first snapshot will be whole", "sandbox", ref.id, "error", err)
+		return
+	}
+	for _, f := range files {
+		if stored[byPath[f.Path]] {
+			continue
+		}
+		sha, _, err := o.results.PutBlobFrom(ctx, bytes.NewReader(f.Data))
+		if err != nil || sha != byPath[f.Path] {
+			o.log.Warn("store a run's file; the sandbox's first snapshot will be whole", "sandbox", ref.id, "path", f.Path, "error", err)
+			return
+		}
+		stored[sha] = true
+	}
+	ref.setKnown(&sandboxFiles{gen: gen, sha: byPath})
+}

@@ -1,0 +1,29 @@
+package local
+
+import (
+	"context"
+
+	"github.com/agenthost/agenthost/sdk/sandbox"
+)
+
+// Snapshot streams the working copy: regular files in path order, symlinks
+// and unstorable names reported as left out, without what exclude matches
+// (excluded folders are not walked).
+func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string, emit func(sandbox.SnapshotEntry) error) error {
+	b, err := p.lookup(id)
+	if err != nil {
+		return err
+	}
+	return b.fs.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
+}
+
+// SnapshotSince is Snapshot sending only the files changed since
+// generation since (sandbox.ChangeTracker; see dirfs.FS.FilesSince). A
+// rediscovered sandbox knows no generation: its first snapshot is whole.
+func (p *Provider) SnapshotSince(ctx context.Context, id string, exclude []string, since string, emit func(sandbox.SnapshotEntry) error) (string, error) {
+	b, err := p.lookup(id)
+	if err != nil {
+		return "", err
+	}
+	return b.fs.FilesSince(ctx, since, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
+}

@@ -1,0 +1,229 @@
+package dirfs
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"io/fs"
+	"math"
+	"os"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agenthost/agenthost/sdk/sandbox"
+)
+
+// Change tracking for snapshots (sandbox.ChangeTracker). After each
+// snapshot, and after a backend wrote a sandbox's files at create, the FS
+// records what the host now holds: for each file its stat key (size, mode,
+// mtime, ctime, inode, as the hash cache keys them) and its content's
+// sha256, under a fresh generation token. A snapshot since that generation
+// passes a file whose stat key is still the recorded one as Unchanged,
+// without reading it.
+//
+// Racily clean entries (git's term): a file written again within the same
+// timestamp tick as the stat that was recorded, at the same size and in
+// place, would keep its stat key. So an entry is recorded only if the file's
+// mtime and ctime are strictly older than a timestamp the filesystem itself
+// gave just before the stat (a stamp file, StampDir), and any later write
+// then moves them. Without a stamp folder the entry must be older than
+// racyWindow by the wall clock.
+
+// changeRecord is the file set of one generation.
+type changeRecord struct {
+	gen   string
+	files map[string]recordEntry
+}
+
+// recordEntry is one file as the host holds it.
+type recordEntry struct {
+	hashEntry
+	mode fs.FileMode
+}
+
+// changes holds the latest record of an FS. Only the latest is kept: a
+// snapshot since an older generation sends everything, which is always
+// correct.
+type changes struct {
+	mu       sync.Mutex
+	last     *changeRecord
+	stampDir string
+}
+
+// StampDir names a folder outside the workspace, on its filesystem, where
+// snapshots create (and remove) a stamp file to read the filesystem's own
+// clock: files modified no earlier than it are not recorded as clean (see
+// FilesSince). Without it, the wall clock and racyWindow are used, and a
+// file stays unrecorded for racyWindow after each change.
+func StampDir(dir string) Option { return func(f *FS) { f.changes.stampDir = dir } }
+
+// stamp is the time before which a modification is safely in the past:
+// the mtime of a file created now in the stamp folder, whose clock and
+// granularity are the workspace's, or the wall clock less racyWindow.
+func (c *changes) stamp() int64 {
+	if c.stampDir != "" {
+		if file, err := os.CreateTemp(c.stampDir, ".snapshot-stamp-*"); err == nil {
+			fi, serr := file.Stat()
+			file.Close()
+			_ = os.Remove(file.Name())
+			if serr == nil {
+				return fi.ModTime().UnixNano()
+			}
+		}
+	}
+	return time.Now().Add(-racyWindow).UnixNano()
+}
+
+// entryOf is the record of a regular file as of fi with content sha, and
+// whether it may be recorded: it has a stat key, and was last modified
+// before stamp.
+func entryOf(fi fs.FileInfo, sha string, stamp int64) (recordEntry, bool) {
+	mtime, ctime, ino, ok := statKey(fi)
+	if !ok || mtime >= stamp || ctime >= stamp {
+		return recordEntry{}, false
+	}
+	return recordEntry{hashEntry: hashEntry{size: fi.Size(), mtime: mtime, ctime: ctime, ino: ino, sha: sha}, mode: fi.Mode()}, true
+}
+
+// matches reports whether fi still has e's stat key.
+func (e recordEntry) matches(fi fs.FileInfo) bool {
+	mtime, ctime, ino, ok := statKey(fi)
+	return ok && fi.Mode() == e.mode && fi.Size() == e.size && mtime == e.mtime && ctime == e.ctime && ino == e.ino
+}
+
+// since returns the recorded files of generation gen, nil when that is not
+// the latest generation.
+func (c *changes) since(gen string) map[string]recordEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen == "" || c.last == nil || c.last.gen != gen {
+		return nil
+	}
+	return c.last.files
+}
+
+// commit makes files the latest record and returns its generation.
+func (c *changes) commit(files map[string]recordEntry) string {
+	if len(files) > maxHashCacheEntries {
+		c.mu.Lock()
+		c.last = nil
+		c.mu.Unlock()
+		return ""
+	}
+	r := &changeRecord{gen: "g" + rand.Text(), files: files}
+	c.mu.Lock()
+	c.last = r
+	c.mu.Unlock()
+	return r.gen
+}
+
+// FilesSince is Files for sandbox.ChangeTracker: a file whose stat key is
+// the one recorded at generation since is passed as Unchanged, with the
+// recorded sha256 and without being read. Every file passed is recorded
+// under a new generation, which it returns once the walk completed; an
+// empty or unknown since (only the latest generation is kept) passes every
+// file's content.
+func (f *FS) FilesSince(ctx context.Context, since string, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) (string, error) {
+	// The stamp comes before any stat of the walk (ReadDir in a Root
+	// stats each entry as it lists it).
+	stamp := f.changes.stamp()
+	prev := f.changes.since(since)
+	next := map[string]recordEntry{}
+	err := f.walkFiles(ctx, exclude, emit, func(rel string, d fs.DirEntry) (sandbox.SnapshotEntry, bool) {
+		e, ok := prev[rel]
+		if !ok {
+			return sandbox.SnapshotEntry{}, false
+		}
+		fi, err := d.Info()
+		if err != nil || !e.matches(fi) {
+			return sandbox.SnapshotEntry{}, false
+		}
+		next[rel] = e
+		return sandbox.SnapshotEntry{File: sandbox.File{Path: rel, Mode: uint32(fi.Mode().Perm())}, Size: fi.Size(), Unchanged: true, SHA256: e.sha}, true
+	}, func(rel string, fi fs.FileInfo, data []byte) {
+		// A file that changed size while read is not recorded: what was
+		// sent is not what fi describes.
+		if int64(len(data)) != fi.Size() {
+			return
+		}
+		sum := sha256.Sum256(data)
+		if e, ok := entryOf(fi, hex.EncodeToString(sum[:]), stamp); ok {
+			next[rel] = e
+		}
+	})
+	if err != nil {
+		return "", err
+	}
+	return f.changes.commit(next), nil
+}
+
+// RecordFiles records the files a backend has just written into the
+// workspace, before any command ran in it, as the host holds them: known
+// maps their paths to the sha256 of the content written. It returns the
+// generation naming that file set (sandbox.Info.SnapshotGeneration), so
+// that the sandbox's first snapshot sends only what changed. Files written
+// within the filesystem's current timestamp tick would be racy: with a
+// stamp folder it waits for the tick to pass (a few milliseconds at most,
+// and nothing can write them meanwhile), without one they are left
+// unrecorded, so that snapshot sends them.
+func (f *FS) RecordFiles(ctx context.Context, known map[string]string) (string, error) {
+	stamp := f.changes.stamp()
+	r, err := f.open()
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	files := make(map[string]recordEntry, len(known))
+	racy := map[string]recordEntry{}
+	newest := int64(0)
+	err = walk(ctx, r, "", func(rel string, d fs.DirEntry) (bool, error) {
+		if d.IsDir() {
+			return true, nil
+		}
+		sha, ok := known[rel]
+		if !ok || !d.Type().IsRegular() || !utf8.ValidString(rel) {
+			return false, nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return false, nil // gone: nothing to record
+		}
+		if e, ok := entryOf(fi, sha, stamp); ok {
+			files[rel] = e
+		} else if e, ok := entryOf(fi, sha, math.MaxInt64); ok {
+			racy[rel] = e
+			newest = max(newest, e.mtime, e.ctime)
+		}
+		return false, nil
+	})
+	if err != nil {
+		return "", mapErr("", err)
+	}
+	if len(racy) > 0 && f.changes.stampDir != "" && f.changes.waitPast(ctx, newest) {
+		for rel, e := range racy {
+			if fi, err := r.Lstat(rel); err == nil && e.matches(fi) {
+				files[rel] = e
+			}
+		}
+	}
+	return f.changes.commit(files), nil
+}
+
+// maxTickWait bounds how long RecordFiles waits for the filesystem's clock
+// to pass the files it wrote: a timestamp tick is a few milliseconds (a
+// jiffy); a filesystem with coarser times is not worth waiting for.
+const maxTickWait = 50 * time.Millisecond
+
+// waitPast waits until a stamp is later than t, and says whether one was.
+func (c *changes) waitPast(ctx context.Context, t int64) bool {
+	deadline := time.Now().Add(maxTickWait)
+	for c.stamp() <= t {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(time.Millisecond) // polling the filesystem's clock: nothing to wait on
+	}
+	return true
+}
