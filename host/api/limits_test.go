@@ -149,6 +149,22 @@ func TestAppHoldingAnOversizedFileStillRuns(t *testing.T) {
 		assert.Equal(t, int64(2*testFileLimit), paths["media/big.bin"], "the result does not delete what it never saw")
 		assert.Equal(t, "<h1>next</h1>\n", e.fileAt(app, d.ResultRevisionID, "index.html"))
 
+		// A chat's second run takes the warm sandbox holding the first
+		// one's result, without reading the app's files: the file kept out
+		// then is named again, and kept again.
+		first := e.mockTurn(app, "", patchLine(t, "index.html", "<h1>next</h1>", "<h1>chat</h1>"))
+		require.Equal(t, "run.completed", first.terminal, first.payload)
+		second := e.mockTurn(app, first.chatID, patchLine(t, "index.html", "<h1>chat</h1>", "<h1>warm</h1>"))
+		require.Equal(t, "run.completed", second.terminal, second.payload)
+		assert.True(t, second.ready.Reused, "the chat's sandbox is reused")
+		w = e.warnings(app, second.runID)
+		require.Len(t, w, 1, "the warm run names the file kept out too")
+		assert.Equal(t, "media/big.bin", w[0].Path)
+		d2 := e.runDetail(app, second.runID)
+		require.Equal(t, "applied", d2.Context.Result.Kind)
+		assert.Equal(t, int64(2*testFileLimit), e.revisionPaths(app, d2.ResultRevisionID)["media/big.bin"], "nor does a warm run's")
+		assert.Equal(t, "<h1>warm</h1>\n", e.fileAt(app, d2.ResultRevisionID, "index.html"))
+
 		// An edit that keeps the file is fine; one that removes it too.
 		head = e.draft(app)
 		require.NotEqual(t, rev.ID, head)

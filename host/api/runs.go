@@ -165,11 +165,6 @@ func (s *Server) createRun(c *gin.Context) {
 	} else {
 		chat = store.ChatSession{ID: orchestrator.NewID("chat"), Title: core.Title(req.Prompt, core.MaxTitleRunes)}
 	}
-	files, err := s.deps.Store.RevisionFiles(ctx, a.DraftRevisionID)
-	if err != nil {
-		_ = c.Error(err)
-		return
-	}
 	// The selected agent's contract: in the run's context, as a file in its
 	// sandbox for the contract tools, and summarised in its history.
 	contract := s.agentContract(ctx, a)
@@ -178,7 +173,16 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	files = append(files, sandbox.File{Path: agentcontract.Path, Data: contractJSON, Mode: 0o644})
+	// The app's files are read only if the run's sandbox needs them (a
+	// chat's warm sandbox holding the draft already does not).
+	st, revision := s.deps.Store, a.DraftRevisionID
+	loadFiles := func(ctx context.Context) ([]sandbox.File, error) {
+		files, err := st.RevisionFiles(ctx, revision)
+		if err != nil {
+			return nil, err
+		}
+		return append(files, sandbox.File{Path: agentcontract.Path, Data: contractJSON, Mode: 0o644}), nil
+	}
 	runContext, _ := json.Marshal(map[string]json.RawMessage{"selected_agent_contract": contractJSON})
 	runContext = withLimits(runContext, limits)
 	hist := historyTail(turns, older, budget)
@@ -198,7 +202,7 @@ func (s *Server) createRun(c *gin.Context) {
 	run, err := s.deps.Runs.Start(ctx, orchestrator.StartRequest{
 		Turn:  turn,
 		RunID: runID, TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, BaseRevisionID: a.DraftRevisionID,
-		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, Files: files,
+		Prompt: req.Prompt, Engine: eng, Sandbox: s.deps.DefaultSandbox, LoadFiles: loadFiles,
 		IdempotencyKey: key, IdempotencyHash: fingerprint,
 		Model: model, RequestedModelID: requested,
 		ChatSessionID: chat.ID, History: hist, APIStartedAt: apiStart, Context: runContext, Limits: limits.engine(),

@@ -43,7 +43,6 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	// Sandbox. The run's row becomes running once it is known whether a
 	// warm sandbox serves it: then one write records both.
 	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxStarting, "sandbox_backend": run.SandboxBackend})
-	o.keepOutOversized(ctx, ar)
 	sbClient, sbH, err := awaitPlugin(ctx, func() (*sandbox.Client, pluginmgr.Handle, error) { return o.plugins.Sandbox(run.SandboxBackend) })
 	if err != nil {
 		return failed(core.CodeSandboxUnavailable, "%v", err), nil
@@ -80,14 +79,18 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	if err := o.setStatus(ctx, ar, core.RunRunning, nil); err != nil {
 		return failed(core.CodeInvalidRunTransition, "%v", err), nil
 	}
-	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, ScopeKey: key, Files: ar.req.Files,
+	files, err := o.baseFiles(ctx, ar)
+	if err != nil {
+		return failed(core.CodeSandboxError, "provision the sandbox: %v", err), nil
+	}
+	info, err := sbClient.Create(ctx, sandbox.CreateSpec{ID: sandboxID, ScopeKey: key, Files: files,
 		Labels: map[string]string{"run_id": run.ID, "app_id": run.AppID}, MaxFileBytes: o.opts.Limits.MaxFileBytes})
 	if err != nil {
 		return o.classify(ar, err, "create sandbox"), nil
 	}
 	ar.mark("sandbox_start", time.Since(sbStart))
 	ref := &sandboxRef{client: sbClient, id: info.ID}
-	o.knowCreated(ctx, ref, info.SnapshotGeneration, ar.req.Files)
+	o.knowCreated(ctx, ref, info.SnapshotGeneration, files)
 	if key != "" {
 		ar.mu.Lock()
 		ar.warmKey, ar.warm = key, &warmSandbox{ref: ref, backend: run.SandboxBackend, startedAt: info.CreatedAt.UTC(), inUse: true}
@@ -412,6 +415,9 @@ func (o *Orchestrator) releaseWarm(ar *activeRun, keep bool) {
 	}
 	if keep {
 		warm.revision = warmRevision(ar)
+		ar.mu.Lock()
+		warm.keptOut = ar.keptOut
+		ar.mu.Unlock()
 		o.keepWarm(key, warm)
 		return
 	}
@@ -441,11 +447,23 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 		return lost("not running", err)
 	}
 	if w.revision == "" || w.revision != ar.run.BaseRevisionID {
-		n, err := refreshFiles(ctx, sbClient.Workspace(w.ref.id), ar.req.Files)
+		files, err := o.baseFiles(ctx, ar)
+		if err != nil {
+			return lost("reading the app's files failed", err)
+		}
+		n, err := refreshFiles(ctx, sbClient.Workspace(w.ref.id), files)
 		if err != nil {
 			return lost("refresh failed", err)
 		}
 		o.log.Debug("warm sandbox refreshed", "sandbox", w.ref.id, "files_changed", n)
+	} else {
+		// It holds the base revision already, less the files kept out of
+		// it then: the same ones now (the limits are the host's), which
+		// applying the result must carry over.
+		ar.mu.Lock()
+		ar.keptOut = w.keptOut
+		ar.mu.Unlock()
+		o.warnKeptOut(ctx, ar, w.keptOut)
 	}
 	w.ref.client = sbClient // the plugin may have been relaunched since
 	ar.mu.Lock()

@@ -119,9 +119,14 @@ type StartRequest struct {
 	Engine         string
 	Sandbox        string
 	Files          []sandbox.File
-	Model          engine.Model
-	Context        json.RawMessage
-	Limits         engine.Limits
+	// LoadFiles, when set, reads the run's base files instead of Files,
+	// only when the run's sandbox needs them: a chat's warm sandbox that
+	// already holds the base revision does not, and its turn then costs no
+	// read of the app's files.
+	LoadFiles func(ctx context.Context) ([]sandbox.File, error)
+	Model     engine.Model
+	Context   json.RawMessage
+	Limits    engine.Limits
 	// IdempotencyKey and IdempotencyHash are recorded on the run; the store
 	// refuses a second run with the same key for the tenant.
 	IdempotencyKey, IdempotencyHash string
@@ -344,6 +349,9 @@ type activeRun struct {
 	sandboxH  pluginmgr.Handle
 	toolpacks map[string]int // toolpack name → calls in flight
 	pending   *pendingPermission
+	// filesReady: req.Files holds the run's base files (LoadFiles was
+	// called), with those over the limits kept out.
+	filesReady bool
 	// queued are the run's events on their way to the log.
 	queued   *pendingEvents
 	streamed bool

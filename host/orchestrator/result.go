@@ -32,10 +32,42 @@ func (o *Orchestrator) keepOutOversized(ctx context.Context, ar *activeRun) {
 		ar.req.Files, ar.keptOut = kept, out
 	}
 	ar.mu.Unlock()
-	if out != nil {
+	o.warnKeptOut(ctx, ar, out)
+}
+
+// warnKeptOut tells the run which base files are not in its sandbox.
+func (o *Orchestrator) warnKeptOut(ctx context.Context, ar *activeRun, out []LeftOut) {
+	if len(out) > 0 {
 		_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageWarning, "left_out": out,
 			"message": fmt.Sprintf("%d file(s) over the size limit are not in the sandbox; the app keeps them: %s", len(out), joinPaths(out))})
 	}
+}
+
+// baseFiles returns the run's base files for its sandbox, read now when the
+// API left them to be read when needed (StartRequest.LoadFiles), with those
+// over the per-file limit kept out (once, with a warning).
+func (o *Orchestrator) baseFiles(ctx context.Context, ar *activeRun) ([]sandbox.File, error) {
+	ar.mu.Lock()
+	load, ready := ar.req.LoadFiles, ar.filesReady
+	ar.mu.Unlock()
+	if !ready {
+		if load != nil {
+			files, err := load(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("read the app's files: %w", err)
+			}
+			ar.mu.Lock()
+			ar.req.Files = files
+			ar.mu.Unlock()
+		}
+		o.keepOutOversized(ctx, ar)
+		ar.mu.Lock()
+		ar.filesReady = true
+		ar.mu.Unlock()
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.req.Files, nil
 }
 
 // snapshotResult streams the sandbox's files into the result sink one at a

@@ -26,7 +26,10 @@ type warmSandbox struct {
 	startedAt time.Time
 	// revision is the app revision its files match; "" when unknown (the
 	// run's result was merged or set aside), which forces a full refresh.
-	revision  string
+	revision string
+	// keptOut are the files of that revision kept out of it (over the
+	// limits).
+	keptOut   []LeftOut
 	inUse     bool
 	idleSince time.Time
 }
