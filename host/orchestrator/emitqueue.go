@@ -28,6 +28,14 @@ type RunFinisher interface {
 	FinishRun(ctx context.Context, r *core.Run, from []core.RunStatus, terminal NewEvent, turn *core.ChatTurn) (core.Envelope, *core.Run, error)
 }
 
+// OrderedTransitioner is an EventSink that writes a run's status change
+// in the run's order on the log, in one transaction with the run's events
+// still pending (the store's TransitionInOrder): a status change and the
+// events around it cost one commit.
+type OrderedTransitioner interface {
+	TransitionInOrder(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error)
+}
+
 // maxEventsAhead bounds how far one run's engine may run ahead of the log:
 // past it, emitting waits for the oldest pending event's commit. Big enough
 // that a token stream never waits on a healthy database, small enough that

@@ -574,7 +574,11 @@ func (o *Orchestrator) setStatus(ctx context.Context, ar *activeRun, to core.Run
 		mutate(&next)
 	}
 	next.Context = ar.withTimings(next.Context)
-	updated, err := o.runs.TransitionRun(context.WithoutCancel(ctx), &next, core.Sources(to))
+	transition := o.runs.TransitionRun
+	if ordered, ok := o.events.(OrderedTransitioner); ok {
+		transition = ordered.TransitionInOrder
+	}
+	updated, err := transition(context.WithoutCancel(ctx), &next, core.Sources(to))
 	if err != nil {
 		return err
 	}

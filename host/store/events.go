@@ -23,7 +23,9 @@ var errLogClosed = errors.New("event log is closed")
 
 type appendReq struct {
 	run *core.Run
-	ev  core.EventInput
+	// ev is the event to log; with no Type, the request is its tail alone,
+	// written in the run's order (TransitionInOrder).
+	ev core.EventInput
 	// done is called once with the outcome, from the writer's goroutine,
 	// after the event's transaction ended.
 	done func(appendResult)
@@ -145,12 +147,16 @@ func (w *eventWriter) commit(batch []*appendReq) {
 		// queued behind it.
 		for _, r := range batch {
 			delete(w.next, r.run.ID)
-			if !r.ev.Type.Terminal() {
+			if r.ev.Type != "" && !r.ev.Type.Terminal() {
 				w.broken[r.run.ID] = err
 			}
 		}
 		for _, r := range batch {
-			r.done(appendResult{err: fmt.Errorf("append %s to run %s: %w", r.ev.Type, r.run.ID, err)})
+			what := "append " + string(r.ev.Type)
+			if r.ev.Type == "" {
+				what = "write"
+			}
+			r.done(appendResult{err: fmt.Errorf("%s to run %s: %w", what, r.run.ID, err)})
 		}
 		return
 	}
@@ -165,7 +171,9 @@ func (w *eventWriter) commit(batch []*appendReq) {
 	w.mu.Unlock()
 	for _, fn := range ls {
 		for _, e := range envs {
-			fn(e)
+			if e.Event != "" {
+				fn(e)
+			}
 		}
 	}
 }
@@ -181,7 +189,7 @@ func (w *eventWriter) dropBroken(batch []*appendReq) []*appendReq {
 	for _, r := range batch {
 		cause, ok := w.broken[r.run.ID]
 		switch {
-		case !ok:
+		case !ok || r.ev.Type == "":
 			kept = append(kept, r)
 		case r.ev.Type.Terminal():
 			delete(w.broken, r.run.ID)
@@ -197,16 +205,22 @@ func (w *eventWriter) dropBroken(batch []*appendReq) []*appendReq {
 // request has one.
 func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core.Envelope, tails []any) error {
 	withTail := false
-	for _, r := range batch {
+	events := envs[:0:0]
+	for i, r := range batch {
 		withTail = withTail || r.tail != nil
+		if r.ev.Type != "" {
+			events = append(events, envs[i])
+		}
 	}
 	if !withTail {
-		_, err := w.s.w.ExecContext(ctx, w.s.rebind(insertEvents(len(envs))), eventArgs(envs)...)
+		_, err := w.s.w.ExecContext(ctx, w.s.rebind(insertEvents(len(events))), eventArgs(events)...)
 		return translate(err)
 	}
 	return w.s.tx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, tx.Rebind(insertEvents(len(envs))), eventArgs(envs)...); err != nil {
-			return translate(err)
+		if len(events) > 0 {
+			if _, err := tx.ExecContext(ctx, tx.Rebind(insertEvents(len(events))), eventArgs(events)...); err != nil {
+				return translate(err)
+			}
 		}
 		for i, r := range batch {
 			if r.tail == nil {
@@ -225,6 +239,9 @@ func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core
 // assign gives each event its run's next seq.
 func (w *eventWriter) assign(ctx context.Context, batch []*appendReq, envs []core.Envelope, now time.Time) error {
 	for i, r := range batch {
+		if r.ev.Type == "" {
+			continue // a write in the run's order, not an event
+		}
 		n, ok := w.next[r.run.ID]
 		if !ok {
 			w.mu.Lock()

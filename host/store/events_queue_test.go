@@ -143,3 +143,40 @@ func TestFinishRun(t *testing.T) {
 		assert.Equal(t, core.RunCompleted, stored.Status)
 	})
 }
+
+// TestTransitionInOrder: a status change written in the run's order on the
+// log lands after the events queued before it; a refused one (another
+// state, no such run) fails alone, not the events sharing its transaction.
+func TestTransitionInOrder(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		r := newRun("run_o")
+		_, err := s.StartRun(ctx, r, nil, core.EventInput{Type: core.EventRunAccepted})
+		require.NoError(t, err)
+		before := enqueued(t, s, r, core.EventInput{Type: core.EventRunStatus, Payload: []byte(`{"stage":"sandbox_starting"}`)})
+		running := *r
+		running.Status = core.RunRunning
+		got, err := s.TransitionInOrder(ctx, &running, core.Sources(core.RunRunning))
+		require.NoError(t, err)
+		assert.Equal(t, core.RunRunning, got.Status)
+		env, err := before()
+		require.NoError(t, err, "the event queued before it is logged")
+		assert.Equal(t, int64(2), env.Seq)
+
+		after := enqueued(t, s, r, core.EventInput{Type: core.EventAssistantDelta})
+		queued := running
+		queued.Status = core.RunQueued
+		_, err = s.TransitionInOrder(ctx, &queued, []core.RunStatus{core.RunQueued})
+		assert.Equal(t, core.CodeInvalidRunTransition, core.CodeOf(err), "%v", err)
+		missing := newRun("run_missing")
+		missing.Status = core.RunRunning
+		_, err = s.TransitionInOrder(ctx, missing, core.Sources(core.RunRunning))
+		assert.True(t, errors.Is(err, ErrNotFound), "%v", err)
+		_, err = after()
+		require.NoError(t, err, "a refused change does not take the events with it")
+		stored, err := s.GetRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, core.RunRunning, stored.Status)
+	})
+}

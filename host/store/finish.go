@@ -34,8 +34,7 @@ func (s *Store) FinishRun(ctx context.Context, r *core.Run, from []core.RunStatu
 			}
 		}
 		updated, err := s.transitionRun(ctx, tx, r, from)
-		var refused *core.Error
-		if errors.As(err, &refused) && refused.Code == core.CodeInvalidRunTransition {
+		if refusal(err) {
 			return finished{refused: err}, nil
 		}
 		if err != nil {
@@ -48,4 +47,39 @@ func (s *Store) FinishRun(ctx context.Context, r *core.Run, from []core.RunStatu
 	}
 	f, _ := res.tail.(finished)
 	return res.env, f.run, f.refused
+}
+
+// TransitionInOrder is TransitionRun written in the run's order on the event
+// log: after every event queued for the run before it, in the same
+// transaction as those still pending, so a status change and the events
+// around it cost one commit rather than two.
+func (s *Store) TransitionInOrder(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error) {
+	res, err := s.appendWait(ctx, &appendReq{run: r, tail: func(ctx context.Context, tx *sqlx.Tx, _ core.Envelope) (any, error) {
+		updated, err := s.transitionRun(ctx, tx, r, from)
+		if refusal(err) {
+			return err, nil // the transaction goes on: other runs' events are in it
+		}
+		if err != nil {
+			return nil, err
+		}
+		return updated, nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	switch out := res.tail.(type) {
+	case *core.Run:
+		return out, nil
+	case error:
+		return nil, out
+	}
+	return nil, errors.New("transition in order: no outcome")
+}
+
+// refusal tells a change the store refused (a run in another state, or no
+// such run) from a failed statement: a refusal leaves the transaction
+// usable, so the other writes sharing it go on.
+func refusal(err error) bool {
+	var refused *core.Error
+	return errors.As(err, &refused) || errors.Is(err, ErrNotFound)
 }
