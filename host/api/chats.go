@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -83,6 +84,20 @@ func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal
 		return store.ChatSession{}, notFound
 	}
 	return cs, nil
+}
+
+// chatWithTail is chatSession with the tail of its history a run carries
+// (store.ChatTail), read together.
+func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int) (store.ChatSession, []store.ChatMessage, int, error) {
+	notFound := core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", id)
+	if !validID(id) {
+		return store.ChatSession{}, nil, 0, notFound
+	}
+	cs, tail, older, err := s.deps.Store.ChatSessionTail(ctx, id, budget, historyMaxMessages())
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (cs.AppID != a.ID || cs.UserID != p.UserID || cs.TenantID != p.TenantID)) {
+		return store.ChatSession{}, nil, 0, notFound
+	}
+	return cs, tail, older, err
 }
 
 func (s *Server) listChats(c *gin.Context) {

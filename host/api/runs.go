@@ -152,13 +152,9 @@ func (s *Server) createRun(c *gin.Context) {
 	var turns []store.ChatMessage
 	older, budget := 0, messageBudget()
 	if req.ChatSessionID != "" {
-		if chat, err = s.chatSession(ctx, a, p, req.ChatSessionID); err != nil {
-			_ = c.Error(err)
-			return
-		}
 		// Only the turns the history budget can hold are read: a long chat
 		// costs a run no more than a short one.
-		if turns, older, err = s.deps.Store.ChatTail(ctx, chat.ID, budget, historyMaxMessages()); err != nil {
+		if chat, turns, older, err = s.chatWithTail(ctx, a, p, req.ChatSessionID, budget); err != nil {
 			_ = c.Error(err)
 			return
 		}

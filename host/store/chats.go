@@ -106,51 +106,101 @@ const chatTailPage = 64
 // at most two queries (the first also counts the chat), so its cost
 // follows the budget and maxTurns, not the length of the chat.
 func (s *Store) ChatTail(ctx context.Context, sessionID string, budget, maxTurns int) (tail []ChatMessage, older int, err error) {
-	type counted struct {
-		ChatMessage
-		Total int `db:"total"`
+	first := firstTailPage(maxTurns)
+	var rows []countedMessage
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT id, chat_session_id, run_id, role, content, created_at, COUNT(*) OVER () AS total
+ FROM chat_messages WHERE chat_session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`), sessionID, first); err != nil {
+		return nil, 0, translate(err)
 	}
-	var newestFirst []ChatMessage
-	total, used, full := 0, 0, false
-	want := chatTailPage
+	page, total := make([]ChatMessage, len(rows)), 0
+	for i, r := range rows {
+		page[i], total = r.ChatMessage, r.Total
+	}
+	return s.tailFrom(ctx, sessionID, budget, maxTurns, page, total)
+}
+
+// countedMessage is a chat message with the number of the chat's messages.
+type countedMessage struct {
+	ChatMessage
+	Total int `db:"total"`
+}
+
+// firstTailPage is how many turns the first read of a tail asks for.
+func firstTailPage(maxTurns int) int {
 	if maxTurns > 0 {
-		want = min(want, maxTurns)
+		return min(chatTailPage, maxTurns)
 	}
-	for page := 0; !full && want > 0; page++ {
-		q := `SELECT id, chat_session_id, run_id, role, content, created_at, COUNT(*) OVER () AS total FROM chat_messages WHERE chat_session_id = ?`
-		args := []any{sessionID}
-		if n := len(newestFirst); n > 0 {
-			last := newestFirst[n-1]
-			q += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
-			args = append(args, last.CreatedAt, last.CreatedAt, last.ID)
-		}
-		q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
-		args = append(args, want)
-		var rows []counted
-		if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
-			return nil, 0, translate(err)
-		}
-		if page == 0 && len(rows) > 0 {
-			total = rows[0].Total
-		}
-		for _, m := range rows {
-			newestFirst = append(newestFirst, m.ChatMessage)
+	return chatTailPage
+}
+
+// tailFrom finishes a tail from its first page (newest first) and the
+// chat's number of messages: it keeps what fits the budget, and reads the
+// rest the run may carry in one more query when the first page did not
+// hold it.
+func (s *Store) tailFrom(ctx context.Context, sessionID string, budget, maxTurns int, page []ChatMessage, total int) ([]ChatMessage, int, error) {
+	var newestFirst []ChatMessage
+	used := 0
+	keep := func(ms []ChatMessage) bool {
+		for _, m := range ms {
+			newestFirst = append(newestFirst, m)
 			if used += utf8.RuneCountInString(m.Content); used > budget {
-				full = true
-				break
+				return true
 			}
 		}
-		if len(rows) < want || page == 1 {
-			break
+		return false
+	}
+	full := keep(page)
+	want := total - len(newestFirst)
+	if maxTurns > 0 {
+		want = min(want, maxTurns-len(newestFirst))
+	}
+	if !full && len(page) == firstTailPage(maxTurns) && want > 0 {
+		last := newestFirst[len(newestFirst)-1]
+		var rest []ChatMessage
+		if err := s.r.SelectContext(ctx, &rest, s.rebind(`SELECT id, chat_session_id, run_id, role, content, created_at FROM chat_messages
+ WHERE chat_session_id = ? AND (created_at < ? OR (created_at = ? AND id < ?)) ORDER BY created_at DESC, id DESC LIMIT ?`),
+			sessionID, last.CreatedAt, last.CreatedAt, last.ID, want); err != nil {
+			return nil, 0, translate(err)
 		}
-		// The second page is all the rest the run may carry.
-		want = total - len(newestFirst)
-		if maxTurns > 0 {
-			want = min(want, maxTurns-len(newestFirst))
-		}
+		keep(rest)
 	}
 	slices.Reverse(newestFirst)
-	return newestFirst, total - len(newestFirst), nil
+	return newestFirst, max(0, total-len(newestFirst)), nil
+}
+
+// ChatSessionTail reads a chat session and its tail (as ChatTail) together,
+// in one query for a chat whose tail fits the first page: starting a run
+// in a chat needs both. A missing session is ErrNotFound.
+func (s *Store) ChatSessionTail(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
+	var rows []struct {
+		ChatSession
+		MsgID        sql.NullString `db:"m_id"`
+		MsgRunID     sql.NullString `db:"m_run_id"`
+		MsgRole      sql.NullString `db:"m_role"`
+		MsgContent   sql.NullString `db:"m_content"`
+		MsgCreatedAt sql.NullInt64  `db:"m_created_at"`
+		Total        int            `db:"total"`
+	}
+	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT s.id, s.tenant_id, s.app_id, s.user_id, s.title, s.restored_checkpoint_id,
+ s.created_at, s.updated_at, m.id AS m_id, m.run_id AS m_run_id, m.role AS m_role, m.content AS m_content,
+ m.created_at AS m_created_at, COUNT(m.id) OVER () AS total
+ FROM chat_sessions s LEFT JOIN chat_messages m ON m.chat_session_id = s.id
+ WHERE s.id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT ?`), sessionID, firstTailPage(maxTurns))
+	if err != nil {
+		return ChatSession{}, nil, 0, translate(err)
+	}
+	if len(rows) == 0 {
+		return ChatSession{}, nil, 0, notFound("chat session", sessionID)
+	}
+	page := make([]ChatMessage, 0, len(rows))
+	for _, r := range rows {
+		if r.MsgID.Valid {
+			page = append(page, ChatMessage{ID: r.MsgID.String, ChatSessionID: sessionID, RunID: r.MsgRunID,
+				Role: r.MsgRole.String, Content: r.MsgContent.String, CreatedAt: r.MsgCreatedAt.Int64})
+		}
+	}
+	tail, older, err := s.tailFrom(ctx, sessionID, budget, maxTurns, page, rows[0].Total)
+	return rows[0].ChatSession, tail, older, err
 }
 
 // DeleteChatMessage removes a turn.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -59,6 +60,27 @@ func TestChatTail(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ids(all)[n-5:], ids(tail), "a bound below one page")
 		assert.Equal(t, n-5, older)
+
+		// With the session, in one read when the tail fits the first
+		// page: the same answers.
+		for _, c := range []struct{ budget, max int }{{25, 0}, {10 * (chatTailPage + 3), 0}, {1_000_000, 0}, {1_000_000, 5}, {1_000_000, chatTailPage + 7}} {
+			want, wantOlder, err := s.ChatTail(ctx, "chat_1", c.budget, c.max)
+			require.NoError(t, err)
+			cs, got, gotOlder, err := s.ChatSessionTail(ctx, "chat_1", c.budget, c.max)
+			require.NoError(t, err)
+			assert.Equal(t, "chat_1", cs.ID)
+			assert.Equal(t, user, cs.UserID)
+			assert.Equal(t, want, got, "budget %d, at most %d", c.budget, c.max)
+			assert.Equal(t, wantOlder, gotOlder)
+		}
+		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_empty", TenantID: "t1", AppID: "app1", UserID: user, Title: "e"}))
+		cs, got, gotOlder, err := s.ChatSessionTail(ctx, "chat_empty", 100, 0)
+		require.NoError(t, err)
+		assert.Equal(t, "e", cs.Title)
+		assert.Empty(t, got, "a session with no turns yet")
+		assert.Zero(t, gotOlder)
+		_, _, _, err = s.ChatSessionTail(ctx, "chat_none", 100, 0)
+		assert.True(t, errors.Is(err, ErrNotFound), "%v", err)
 
 		tail, older, err = s.ChatTail(ctx, "chat_none", 100, 0)
 		require.NoError(t, err)
