@@ -97,7 +97,9 @@ func workspaceIndex(ctx context.Context, _ Config, raw json.RawMessage, ws works
 			return plugin.ToolResult{}, fmt.Errorf("workspace index: %w", err)
 		}
 	}
-	return plugin.ToolOK(out), nil
+	// Encoded by hand rather than by plugin.ToolOK: same bytes, a sixth of
+	// a warm call less (see appendJSON).
+	return plugin.ToolResult{OK: true, Output: out.appendJSON(make([]byte, 0, indexJSONBytes(&out)))}, nil
 }
 
 // outlines is shared by every call of the process: see outlineKey for why
@@ -109,6 +111,9 @@ var outlines = newOutlineCache(maxOutlineEntries)
 func outlineFiles(ctx context.Context, ws workspace.Workspace, files []indexedFile, maxSymbols int) error {
 	var paths []string
 	var at []int
+	// One lock for every lookup: a warm index of 10,000 files is 10,000
+	// hits.
+	outlines.mu.Lock()
 	for i := range files {
 		f := &files[i]
 		if f.Size > MaxTextFileBytes {
@@ -116,7 +121,7 @@ func outlineFiles(ctx context.Context, ws workspace.Workspace, files []indexedFi
 		}
 		// A workspace that lists no hash leaves the file to be read.
 		if f.SHA256 != "" {
-			if e, ok := outlines.get(outlineKey{f.SHA256, f.Language, maxSymbols}); ok {
+			if e, ok := outlines.getLocked(outlineKey{f.SHA256, f.Language, maxSymbols}); ok {
 				f.Binary, f.Symbols = e.binary, e.symbols
 				continue
 			}
@@ -124,6 +129,7 @@ func outlineFiles(ctx context.Context, ws workspace.Workspace, files []indexedFi
 		paths = append(paths, f.Path)
 		at = append(at, i)
 	}
+	outlines.mu.Unlock()
 	var mu sync.Mutex
 	return readMany(ctx, ws, paths, func(j int, data []byte) {
 		f := &files[at[j]]
@@ -151,7 +157,7 @@ func listFiles(ctx context.Context, ws workspace.Workspace, dir string, limit in
 	if err != nil {
 		return nil, nil, false, err
 	}
-	var files []workspace.FileInfo
+	files := make([]workspace.FileInfo, 0, min(len(entries), limit))
 	skipped := []string{}
 	for _, e := range entries {
 		if e.IsDir {

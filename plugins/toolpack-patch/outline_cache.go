@@ -50,6 +50,11 @@ func newOutlineCache(limit int) *outlineCache {
 func (c *outlineCache) get(k outlineKey) (outlineEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.getLocked(k)
+}
+
+// getLocked is get for a caller holding c.mu (a batch of lookups).
+func (c *outlineCache) getLocked(k outlineKey) (outlineEntry, bool) {
 	if e, ok := c.cur[k]; ok {
 		return e, true
 	}

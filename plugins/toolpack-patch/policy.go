@@ -85,7 +85,9 @@ func checkResolved(field, requested, resolved string) *plugin.ToolError {
 // The comparison ignores case: on a case-insensitive filesystem (macOS, a
 // local sandbox) .GIT is .git.
 func blockedFolderIn(p string) string {
-	for _, seg := range strings.Split(p, "/") {
+	// strings.SplitSeq, not Split: this runs on every path of a listing,
+	// and Split allocated a slice for each.
+	for seg := range strings.SplitSeq(p, "/") {
 		for _, b := range blockedFolders {
 			if strings.EqualFold(seg, b) {
 				return b

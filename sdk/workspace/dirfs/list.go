@@ -2,14 +2,12 @@ package dirfs
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"errors"
 	"io/fs"
-	"os"
-	"path"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
@@ -21,78 +19,6 @@ import (
 // any app's source tree, small enough that a stray node_modules cannot make
 // one answer enormous.
 const DefaultListLimit = 10000
-
-// errStop ends a walk early without being an error.
-var errStop = errors.New("stop walking")
-
-type entry struct {
-	rel string
-	d   fs.DirEntry
-}
-
-// entryHeap orders entries by path, byte-wise.
-type entryHeap []entry
-
-func (h entryHeap) Len() int           { return len(h) }
-func (h entryHeap) Less(i, j int) bool { return h[i].rel < h[j].rel }
-func (h entryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *entryHeap) Push(x any)        { *h = append(*h, x.(entry)) }
-func (h *entryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
-// walk visits the entries under folder start ("" = root) in byte order of
-// their full paths, which a plain depth-first walk does not give ("a.txt"
-// sorts between "a" and "a/b"). A heap of discovered entries does: every
-// path still undiscovered lies under a folder in the heap and so sorts after
-// it. A listing can therefore stop at its limit having read only the folders
-// it returned. visit says whether to descend into a folder; symlinks to
-// folders are entries, never descended, so a walk never leaves the root.
-// Returning errStop from visit ends the walk cleanly.
-func walk(ctx context.Context, r *os.Root, start string, visit func(rel string, d fs.DirEntry) (bool, error)) error {
-	h := &entryHeap{}
-	push := func(dir string) error {
-		d, err := r.Open(rootName(dir))
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		list, err := d.ReadDir(-1)
-		if err != nil {
-			return err
-		}
-		for _, e := range list {
-			heap.Push(h, entry{rel: path.Join(dir, e.Name()), d: e})
-		}
-		return nil
-	}
-	if err := push(start); err != nil {
-		return err
-	}
-	for h.Len() > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		e := heap.Pop(h).(entry)
-		descend, err := visit(e.rel, e.d)
-		if errors.Is(err, errStop) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if descend && e.d.IsDir() {
-			// A folder removed since it was listed is simply gone.
-			if err := push(e.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // List returns the entries under folder p ("" for the root) sorted by path,
 // with paths relative to the root. Recursive listings include folders
@@ -121,21 +47,50 @@ func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]
 	}
 	out := []workspace.FileInfo{}
 	truncated := false
-	err = walk(ctx, r, rel, func(erel string, d fs.DirEntry) (bool, error) {
+	descend := func(e entry) bool { return opts.Recursive && !skipped(e.d.Name(), opts.SkipDirs) }
+	wo := walkOptions{budget: limit}
+	if opts.Recursive {
+		wo.descend = descend
+	}
+	if opts.WithHashes {
+		// Workers hash (or find in the cache) the files of the folders
+		// they read, at most limit of them: a walk stopping at its limit
+		// hashes no more than it would alone. A file they leave unhashed,
+		// or fail on, is hashed at its visit, where errors are reported.
+		var hashed atomic.Int64
+		wo.hash = func(e entry) string {
+			if !e.d.Type().IsRegular() || hashed.Add(1) > int64(limit) {
+				return ""
+			}
+			info, err := e.d.Info()
+			if err != nil {
+				return ""
+			}
+			sha, err := f.hashCached(r, e.rel, info)
+			if err != nil {
+				return ""
+			}
+			return sha
+		}
+	}
+	err = walk(ctx, r, rel, wo, func(e entry) (bool, error) {
 		if len(out) >= limit {
 			truncated = true
 			return false, errStop
 		}
-		info, err := d.Info()
+		info, err := e.d.Info()
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil // removed while we listed
 		}
 		if err != nil {
 			return false, err
 		}
-		e := infoOf(erel, info)
+		fi := infoOf(e.rel, info)
 		if opts.WithHashes && info.Mode().IsRegular() {
-			e.SHA256, err = f.hashCached(r, erel, info)
+			fi.SHA256 = e.sha
+			if fi.SHA256 == "" {
+				fi.SHA256, err = f.hashCached(r, e.rel, info)
+			}
 			if plugin.HasCode(err, plugin.CodeNotFound) {
 				return false, nil
 			}
@@ -143,8 +98,8 @@ func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]
 				return false, err
 			}
 		}
-		out = append(out, e)
-		return opts.Recursive && !skipped(d.Name(), opts.SkipDirs), nil
+		out = append(out, fi)
+		return descend(e), nil
 	})
 	if err != nil {
 		return nil, false, mapErr(p, err)
@@ -189,7 +144,8 @@ func (f *FS) walkFiles(ctx context.Context, exclude func(rel string) bool, emit 
 	leftOut := func(p, why string) error {
 		return emit(sandbox.SnapshotEntry{File: sandbox.File{Path: p}, LeftOut: why})
 	}
-	return walk(ctx, r, "", func(rel string, d fs.DirEntry) (bool, error) {
+	return walk(ctx, r, "", walkOptions{}, func(e entry) (bool, error) {
+		rel, d := e.rel, e.d
 		if exclude != nil && exclude(rel) {
 			return false, nil
 		}
