@@ -83,8 +83,20 @@ cross:
 	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
 	done
 
+# Every benchmark BENCHCOUNT times (benchstat wants several runs), written
+# to bench.txt, then issue 16's targets as ratios to the floors measured in
+# the same run (host/internal/benchratio: medians over the runs). BENCH
+# narrows the benchmarks (a go test -bench pattern), BENCHPKGS the packages;
+# the table is printed even when a benchmark failed, and the failure is
+# still the exit status.
+BENCHCOUNT ?= 6
+BENCH ?= .
+BENCHPKGS ?= ./...
+
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 30m ./... | tee bench.txt
+	@set -o pipefail; \
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) -timeout 30m $(BENCHPKGS) | tee bench.txt; status=$$?; \
+	echo; $(GO) run ./host/internal/benchratio bench.txt || status=$$?; exit $$status
 
 proto:
 	protoc -I $(PROTO_DIR) \

@@ -25,21 +25,21 @@ import (
 // hostProc is a real `agenthost serve` process with its plugins, in a
 // process group of its own so a crash can take them all at once.
 type hostProc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	url  string
 	env  []string
 	logs *bytes.Buffer
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().String()
 }
 
-func startHostProc(t *testing.T, env []string) *hostProc {
+func startHostProc(t testing.TB, env []string) *hostProc {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(binDir, "agenthost"), "serve")

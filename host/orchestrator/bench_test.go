@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"testing"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/apply"
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/store"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -25,13 +29,46 @@ func runScript(b *testing.B, h *host, script string) {
 }
 
 // BenchmarkToolCallRoundTrip: one tool call engine → host → toolpack →
-// host workspace → sandbox and back, through the real binaries. The run's
-// setup is amortised over b.N calls in one run.
+// host workspace → sandbox and back, through the real binaries, with its
+// tool.started and tool.completed events appended to an in-memory log, to
+// SQLite or to PostgreSQL. The run's setup is amortised over b.N calls in
+// one run. Its floor is four BenchmarkBareGoPluginHop (host/pluginmgr).
 func BenchmarkToolCallRoundTrip(b *testing.B) {
-	h := newHost(b, defaultConfigs(b), orchestrator.Options{})
-	runScript(b, h, "say warm-up") // first-run costs out of the loop
-	b.ResetTimer()
-	runScript(b, h, fmt.Sprintf(`tools %d coding_agent_read_file {"path":"README.md"}`, b.N))
+	for _, log := range []string{"memory", "sqlite", "postgres"} {
+		b.Run(log, func(b *testing.B) {
+			var h *host
+			if log == "memory" {
+				h = newHost(b, defaultConfigs(b), orchestrator.Options{})
+			} else {
+				h = storeHost(b, log)
+			}
+			runScript(b, h, "say warm-up") // first-run costs out of the loop
+			b.ResetTimer()
+			runScript(b, h, fmt.Sprintf(`tools %d coding_agent_read_file {"path":"README.md"}`, b.N))
+		})
+	}
+}
+
+// storeHost is a host whose runs, event log and results are the real
+// store's on a fresh database of the dialect, as hostapp wires them, with
+// an app to run on.
+func storeHost(b *testing.B, dialect string) *host {
+	ctx := context.Background()
+	url := filepath.Join(b.TempDir(), "a.db")
+	if dialect == "postgres" {
+		url = testenv.PostgresURL(b)
+	}
+	st, err := store.Open(ctx, url, b.TempDir())
+	require.NoError(b, err)
+	// Registered first, so it runs after the host has shut down.
+	b.Cleanup(func() { st.Close() })
+	require.NoError(b, st.EnsureTenant(ctx, "t1", "T"))
+	require.NoError(b, st.CreateApp(ctx, store.App{ID: "app_bench", TenantID: "t1", Name: "demo"}))
+	rev, _, err := st.CreateRevision(ctx, store.NewRevision{ID: "rev_base", AppID: "app_bench", Source: "upload", Files: demoFiles(), AdvanceDraft: true})
+	require.NoError(b, err)
+	h := launchHost(b, defaultConfigs(b), orchestrator.Options{}, st, st, apply.New(st))
+	h.app = orchestrator.StartRequest{TenantID: "t1", AppID: "app_bench", BaseRevisionID: rev.ID, Files: demoFiles()}
+	return h
 }
 
 // BenchmarkEventThroughput: one assistant delta engine → host event log.

@@ -24,11 +24,14 @@ var binDir string
 
 func TestMain(m *testing.M) { testenv.Main(m, &binDir, testenv.DefaultPluginPackages()...) }
 
-// host is a real plugin manager and orchestrator over in-memory storage.
+// host is a real plugin manager and orchestrator over in-memory storage
+// (or a real store: storeHost in bench_test.go).
 type host struct {
 	mgr   *pluginmgr.Manager
 	orch  *orchestrator.Orchestrator
-	store *orchestratortest.Memory
+	store *orchestratortest.Memory // nil over a real store
+	// app is what start runs on: the app's ids and files.
+	app orchestrator.StartRequest
 }
 
 // defaultConfigs are the plugins most tests run; the local sandbox's root
@@ -47,13 +50,21 @@ func defaultConfigs(t testing.TB) []pluginmgr.Config {
 func newHost(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Options) *host {
 	t.Helper()
 	store := orchestratortest.NewMemory()
+	h := launchHost(t, configs, opts, store, store, store)
+	h.store = store
+	return h
+}
+
+// launchHost starts the plugins and an orchestrator over the given ports.
+func launchHost(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Options, runs orchestrator.RunStore, events orchestrator.EventSink, results orchestrator.ResultSink) *host {
+	t.Helper()
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
 	mgr := pluginmgr.New(configs, pluginmgr.Options{
 		PluginDir: binDir, DataDir: t.TempDir(), Logger: logger,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second,
 	})
 	opts.Logger = logger
-	orch := orchestrator.New(mgr, store, store, store, opts)
+	orch := orchestrator.New(mgr, runs, events, results, opts)
 	mgr.SetCallbacks(orch, orch.Workspace)
 	require.NoError(t, mgr.Start(context.Background()))
 	t.Cleanup(func() {
@@ -62,15 +73,19 @@ func newHost(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Options
 		orch.Shutdown(ctx)
 		mgr.Close()
 	})
-	return &host{mgr: mgr, orch: orch, store: store}
+	return &host{mgr: mgr, orch: orch, app: orchestrator.StartRequest{AppID: "app_test", Files: demoFiles()}}
+}
+
+// demoFiles are the two files of the app runs start on.
+func demoFiles() []sandbox.File {
+	return []sandbox.File{{Path: "README.md", Data: []byte("# demo\n")}, {Path: "src/app.ts", Data: []byte("export const x = 1\n")}}
 }
 
 func (h *host) start(t testing.TB, prompt string) *core.Run {
 	t.Helper()
-	run, err := h.orch.Start(context.Background(), orchestrator.StartRequest{
-		AppID: "app_test", Prompt: prompt, Engine: "mock", Sandbox: "local",
-		Files: []sandbox.File{{Path: "README.md", Data: []byte("# demo\n")}, {Path: "src/app.ts", Data: []byte("export const x = 1\n")}},
-	})
+	req := h.app
+	req.Prompt, req.Engine, req.Sandbox = prompt, "mock", "local"
+	run, err := h.orch.Start(context.Background(), req)
 	require.NoError(t, err)
 	return run
 }

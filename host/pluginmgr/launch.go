@@ -113,23 +113,8 @@ func (m *Manager) launch(ctx context.Context, inst *instance) error {
 		secure = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
 
-	cmd := exec.Command(path, c.Args...)
-	cmd.Env = m.env(c)
-	// Own process group so shutdown can sweep it; SIGKILL when the host dies
-	// so no plugin outlives a crashed host (Linux only: see launch_other.go).
-	cmd.SysProcAttr = withDeathSignal(&syscall.SysProcAttr{Setpgid: true})
-	client := goplugin.NewClient(&goplugin.ClientConfig{
-		HandshakeConfig:  plugin.Handshake,
-		VersionedPlugins: sdk.HostPluginSet(),
-		Cmd:              cmd,
-		SecureConfig:     secure,
-		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		SkipHostEnv:      true,
-		Logger:           m.opts.Logger.Named(c.Name),
-		GRPCDialOptions:  plugin.GRPCDialOptions(),
-		StartTimeout:     m.opts.StartTimeout,
-	})
+	cmd := pluginCmd(path, c.Args, m.env(c))
+	client := goplugin.NewClient(clientConfig(cmd, sdk.HostPluginSet(), secure, m.opts.Logger.Named(c.Name), m.opts.StartTimeout))
 	ok := false
 	defer func() {
 		if !ok {
@@ -223,6 +208,36 @@ func (m *Manager) launch(ctx context.Context, inst *instance) error {
 		}
 	}()
 	return nil
+}
+
+// pluginCmd is the command that runs a plugin binary: its environment is
+// env alone, it leads its own process group so shutdown can sweep it, and
+// it gets SIGKILL when the host dies so no plugin outlives a crashed host
+// (Linux only: see launch_other.go).
+func pluginCmd(path string, args, env []string) *exec.Cmd {
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	cmd.SysProcAttr = withDeathSignal(&syscall.SysProcAttr{Setpgid: true})
+	return cmd
+}
+
+// clientConfig is how the host talks go-plugin to every plugin: gRPC only,
+// AutoMTLS, none of the host's environment, our message limits. The
+// benchmark floor of one bare plugin hop launches its no-op plugin with it
+// too, so the floor pays exactly what a real plugin call pays.
+func clientConfig(cmd *exec.Cmd, plugins map[int]goplugin.PluginSet, secure *goplugin.SecureConfig, log hclog.Logger, startTimeout time.Duration) *goplugin.ClientConfig {
+	return &goplugin.ClientConfig{
+		HandshakeConfig:  plugin.Handshake,
+		VersionedPlugins: plugins,
+		Cmd:              cmd,
+		SecureConfig:     secure,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		Logger:           log,
+		GRPCDialOptions:  plugin.GRPCDialOptions(),
+		StartTimeout:     startTimeout,
+	}
 }
 
 // checkInfo refuses a binary that is not what its config says it is.

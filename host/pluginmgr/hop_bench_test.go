@@ -1,0 +1,77 @@
+package pluginmgr
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/internal/noopplugin"
+	"github.com/agenthost/agenthost/host/internal/testenv"
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// noop is the no-op plugin binary, built on first use (only the floor
+// benchmark needs it) and removed by TestMain.
+var noop struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if noop.dir != "" {
+		_ = os.RemoveAll(noop.dir)
+	}
+	os.Exit(code)
+}
+
+func noopBinary(b *testing.B) string {
+	b.Helper()
+	noop.once.Do(func() { noop.dir, noop.err = testenv.BuildBinaries("host/internal/noopplugin/cmd/agenthost-noop") })
+	if noop.err != nil {
+		b.Fatal(noop.err)
+	}
+	return noop.dir + "/agenthost-noop"
+}
+
+// BenchmarkBareGoPluginHop is the floor of every plugin call: one unary
+// call (go-plugin's own health check) to a plugin that does nothing,
+// launched as the manager launches every plugin (pluginCmd, clientConfig:
+// gRPC over go-plugin's socket, AutoMTLS). A tool call crosses four such
+// hops (engine → host → toolpack → host → sandbox); the ratio printer
+// holds BenchmarkToolCallRoundTrip against four of these.
+func BenchmarkBareGoPluginHop(b *testing.B) {
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
+	client := goplugin.NewClient(clientConfig(pluginCmd(noopBinary(b), nil, nil), noopplugin.PluginSet(), nil, log, 30*time.Second))
+	defer client.Kill()
+	rpc, err := client.Client()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := rpc.Dispense(noopplugin.Kind)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, ok := raw.(healthpb.HealthClient)
+	if !ok {
+		b.Fatalf("dispensed %T", raw)
+	}
+	ctx := context.Background()
+	req := &healthpb.HealthCheckRequest{Service: goplugin.GRPCServiceName}
+	hop := func() {
+		resp, err := c.Check(ctx, req)
+		if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
+			b.Fatal(fmt.Sprint(resp, err))
+		}
+	}
+	hop() // the connection's first call out of the loop
+	for b.Loop() {
+		hop()
+	}
+}
