@@ -178,7 +178,8 @@ func (f *FS) RecordFiles(ctx context.Context, known map[string]string) (string, 
 	files := make(map[string]recordEntry, len(known))
 	racy := map[string]recordEntry{}
 	newest := int64(0)
-	err = walk(ctx, r, "", func(rel string, d fs.DirEntry) (bool, error) {
+	err = walk(ctx, r, "", walkOptions{}, func(e entry) (bool, error) {
+		rel, d := e.rel, e.d
 		if d.IsDir() {
 			return true, nil
 		}
