@@ -24,11 +24,10 @@ type figure struct {
 }
 
 // The benchmarks of the figures, by package path inside the module and
-// name; the lines below add sub-benchmark names. sessions, stream and
-// warmTurn are not written yet: their lines print as not measured until
-// benchmarks of those names report those units (events/s and p99-µs for
-// sessions/{sqlite,postgres}; events/s for stream/{sqlite,postgres}/runs=N;
-// ns/op for warmTurn/files={500,1}).
+// name; the lines below add sub-benchmark names. sessions and stream are
+// not written yet: their lines print as not measured until benchmarks of
+// those names report those units (events/s and p99-µs for
+// sessions/{sqlite,postgres}; events/s for stream/{sqlite,postgres}/runs=N).
 const (
 	mockTurn   = "host/api.BenchmarkMockTurn/"
 	sessions   = "host/api.BenchmarkMockTurnSessions20/"
@@ -37,7 +36,7 @@ const (
 	bareSSE    = "host/api.BenchmarkBareSSE/"
 	toolCall   = "host/orchestrator.BenchmarkToolCallRoundTrip/"
 	pluginHop  = "host/pluginmgr.BenchmarkBareGoPluginHop"
-	warmTurn   = "host/orchestrator.BenchmarkWarmTurnOneFileChanged/"
+	warmTurn   = "host/api.BenchmarkTurnOneFileChanged/"
 	indexWarm  = "plugins/toolpack-patch.BenchmarkWorkspaceIndexWarm10k"
 	gitLsFiles = "plugins/toolpack-patch.BenchmarkGitLsFiles10k"
 	applyOurs  = "plugins/toolpack-patch/internal/diffpatch.BenchmarkApply1MB200Hunks"
@@ -70,7 +69,7 @@ var figures = []figure{
 	{name: "tool call round trip, PostgreSQL vs 4 bare plugin hops", ours: metric{toolCall + "postgres", "ns/op"}, floor: &metric{pluginHop, "ns/op"}, times: toolHops, atMost: true, target: 1.5},
 	{name: "workspace_index 10k files, warm vs git ls-files -s", ours: metric{indexWarm, "ns/op"}, floor: &metric{gitLsFiles, "ns/op"}, atMost: true, target: 3},
 	{name: "patch apply 1 MB, 200 hunks vs git apply", ours: metric{applyOurs, "ns/op"}, floor: &metric{applyGit, "ns/op"}, atMost: true},
-	{name: "turn on a warm 500-file sandbox, 1 file changed vs 1-file app", ours: metric{warmTurn + "files=500", "ns/op"}, floor: &metric{warmTurn + "files=1", "ns/op"}, atMost: true, target: 1.5},
+	{name: "turn on a warm 500-file sandbox, 1 file changed vs 1-file app", ours: metric{warmTurn + "files=501", "ns/op"}, floor: &metric{warmTurn + "files=1", "ns/op"}, atMost: true, target: 1.5},
 	{name: "host RSS idle", ours: metric{hostRSS, "rss-idle-MB"}, atMost: true, target: 40},
 	{name: "host RSS per paused run", ours: metric{hostRSS, "rss-per-paused-run-KB"}, atMost: true, target: 256},
 }
