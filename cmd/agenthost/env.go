@@ -43,6 +43,7 @@ var envVars = []envVar{
 	{"APPS_CODING_AGENT_MAX_TOOL_ITERATIONS", "8", "tool rounds per run", false},
 	{"APPS_CODING_AGENT_TOKEN_BUDGET", "", "token budget per run (a run may set its own)", false},
 	{"APPS_CODING_AGENT_MESSAGE_BUDGET_CHARS", "24000", "chat history a run carries, in characters", false},
+	{"APPS_CODING_AGENT_HISTORY_MAX_MESSAGES", "200", "chat history a run carries, in messages (older ones are named in a note)", false},
 	{"APPS_CODING_AGENT_OPENCODE_FAIL_ON_UNRECOVERED_APPLY_PATCH", "1", "fail an OpenCode run whose failed edit no later edit recovered (1/0)", false},
 	{"APPS_CODING_AGENT_ENABLE_LEGACY_WRITE_FILE", "off", "1 offers the patch toolpack's coding_agent_write_file", false},
 	{"APPS_CODING_AGENT_AUTO_VERIFY_PATCH", "off", "1 runs a successful patch's verification plan at once", false},

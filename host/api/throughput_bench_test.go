@@ -1,0 +1,122 @@
+package api_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/config"
+	"github.com/agenthost/agenthost/host/internal/testenv"
+)
+
+// streamedTurn creates a run (in chat when chatID is set) and reads its
+// stream to the terminal event; it returns the events read and whether the
+// run completed.
+func (e *env) streamedTurn(tb testing.TB, appID, chatID, prompt string) (int, bool) {
+	body := map[string]any{"prompt": prompt}
+	if chatID != "" {
+		body["chat_session_id"] = chatID
+	}
+	var created struct {
+		ID string `json:"id"`
+	}
+	if code := e.do(e.tokenA, "POST", "/admin/apps/"+appID+"/coding-agent/runs", body, &created); code != http.StatusCreated {
+		tb.Errorf("create run: %d", code)
+		return 0, false
+	}
+	resp := e.openStream(e.tokenA, appID, created.ID, "")
+	defer resp.Body.Close()
+	frames, _ := readSSE(tb, resp, nil)
+	return len(frames), len(frames) > 0 && frames[len(frames)-1].Event == "run.completed"
+}
+
+// BenchmarkMockTurnSessions20: 20 chat sessions take mock turns at once
+// (each: create, stream to the end, next turn), b.N turns each; events/s is
+// every event the clients read over the wall time, p99-µs a turn's.
+func BenchmarkMockTurnSessions20(b *testing.B) {
+	const sessions = 20
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		b.Run(dialect, func(b *testing.B) {
+			configDir := testenv.PluginConfigDir(b, "mock", "local", "patch")
+			var e *env
+			if dialect == "postgres" {
+				db := ownDatabase(b)
+				e = startEnvIn(b, "sqlite", configDir, func(c *config.Host) { c.DatabaseURL = db.url })
+			} else {
+				e = startEnvIn(b, dialect, configDir)
+			}
+			app := e.createApp(e.tokenA)
+			chats := make([]string, sessions)
+			for i := range chats {
+				t := e.mockTurn(app, "", "say ok")
+				chats[i] = t.chatID
+			}
+			var mu sync.Mutex
+			var lat []time.Duration
+			events := 0
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for _, chat := range chats {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range b.N {
+						start := time.Now()
+						n, ok := e.streamedTurn(b, app, chat, "say ok")
+						d := time.Since(start)
+						if !ok {
+							b.Errorf("a turn did not complete")
+							return
+						}
+						mu.Lock()
+						lat, events = append(lat, d), events+n
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			reportPercentiles(b, lat, "")
+			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkStreamThroughput: runs each emitting deltas as fast as the mock
+// engine can, with one SSE client per run reading to the end; events/s is
+// every event read over the wall time, runs streaming at once.
+func BenchmarkStreamThroughput(b *testing.B) {
+	const perRun = 2000
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		for _, runs := range []int{1, 50} {
+			b.Run(fmt.Sprintf("%s/runs=%d", dialect, runs), func(b *testing.B) {
+				e := startEnv(b, dialect)
+				app := e.createApp(e.tokenA)
+				events := 0
+				var mu sync.Mutex
+				b.ResetTimer()
+				for range b.N {
+					var wg sync.WaitGroup
+					for range runs {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							n, ok := e.streamedTurn(b, app, "", fmt.Sprintf("deltas %d", perRun))
+							if !ok {
+								b.Errorf("a run did not complete")
+							}
+							mu.Lock()
+							events += n
+							mu.Unlock()
+						}()
+					}
+					wg.Wait()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+			})
+		}
+	}
+}
