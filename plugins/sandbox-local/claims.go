@@ -23,10 +23,37 @@ import (
 //
 // The range alone cannot say whose a uid is: every plugin has the same
 // default range.
-const UIDClaimsDir = "/var/lib/agenthost/sandbox-uids"
+const UIDClaimsDir = StateDir + "/sandbox-uids"
+
+// StateDir holds the machine-wide state of root plugins: the uid claims
+// (private) and the fallback sandbox root (which sandbox uids must pass
+// through).
+const StateDir = "/var/lib/agenthost"
+
+// prepareStateDir makes StateDir passable by anyone but listable by root
+// only (0711): whichever of the claims and the fallback root is made first
+// must not leave it closed to the sandbox uids (a folder made as a parent
+// by MkdirAll of the private claims folder would be 0700). One found closed
+// (made so by an earlier version) is opened for passing only.
+func prepareStateDir() error {
+	if err := os.MkdirAll(StateDir, 0o711); err != nil {
+		return err
+	}
+	fi, err := os.Stat(StateDir)
+	if err != nil {
+		return err
+	}
+	if perm := fi.Mode().Perm(); perm&0o011 != 0o011 {
+		return os.Chmod(StateDir, perm|0o011)
+	}
+	return nil
+}
 
 // claimUID takes uid for root; false when another sandbox holds it.
 func claimUID(uid int, root string) (bool, error) {
+	if err := prepareStateDir(); err != nil {
+		return false, err
+	}
 	if err := os.MkdirAll(UIDClaimsDir, 0o700); err != nil {
 		return false, err
 	}

@@ -225,7 +225,7 @@ func (p *Provider) Configure(_ context.Context, raw json.RawMessage) error {
 
 // FallbackRootDir is where a root plugin keeps sandboxes when the default
 // root under the data dir is not reachable by sandbox uids.
-const FallbackRootDir = "/var/lib/agenthost/sandboxes"
+const FallbackRootDir = StateDir + "/sandboxes"
 
 // fallbackRoot names a folder under FallbackRootDir for one default root,
 // so two hosts with different data dirs do not share sandboxes.
@@ -239,6 +239,11 @@ func fallbackRoot(defaultRoot string) string {
 func prepareRoot(c Config) error {
 	if !dropping() {
 		return os.MkdirAll(c.Root, 0o755)
+	}
+	if strings.HasPrefix(c.Root, FallbackRootDir+"/") {
+		if err := prepareStateDir(); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(c.Root, 0o711); err != nil {
 		return err

@@ -246,6 +246,10 @@ func TestLeftoversAreSwept(t *testing.T) {
 func TestUnreachableDefaultRootFallsBack(t *testing.T) {
 	requireRoot(t) // only a root plugin runs commands as other uids
 	ctx := context.Background()
+	// The state folder closed, as the uid claims' MkdirAll of an earlier
+	// version left it when it came first: the fallback opens it to pass.
+	require.NoError(t, prepareStateDir())
+	require.NoError(t, os.Chmod(StateDir, 0o700))
 	private := filepath.Join(t.TempDir(), "home")
 	require.NoError(t, os.MkdirAll(private, 0o700))
 	t.Setenv("AGENTHOST_DATA_DIR", filepath.Join(private, "data"))
