@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
@@ -47,9 +48,10 @@ type appendResult struct {
 // what the run said, under a seq that looks gap-free.
 var errEarlierLost = errors.New("an earlier event of this run was not logged")
 
-// eventWriter is the event log's group commit: one goroutine takes every
-// pending append, from every run, and writes them in one transaction, so
-// token-level deltas from many runs do not cost a transaction each. Per run,
+// eventWriter is one lane of the event log's group commit: one goroutine
+// takes every pending append of its runs and writes them in one
+// transaction, so token-level deltas from many runs do not cost a
+// transaction each. Per run,
 // seqs are handed out in call order with no gap: a seq is only kept once its
 // transaction committed.
 type eventWriter struct {
@@ -327,7 +329,7 @@ func (s *Store) Enqueue(ctx context.Context, run *core.Run, ev core.EventInput, 
 }
 
 func (s *Store) enqueue(ctx context.Context, req *appendReq) error {
-	w := s.events
+	w := s.lane(req.run.ID)
 	w.mu.Lock()
 	closed := w.closed
 	w.mu.Unlock()
@@ -357,12 +359,45 @@ func (s *Store) appendWait(ctx context.Context, req *appendReq) (appendResult, e
 	return res, res.err
 }
 
-// OnAppend registers fn to see every committed event, in commit order (the
-// stream fan-out hangs off this). fn must not block.
+// OnAppend registers fn to see every committed event (the stream fan-out
+// hangs off this): a run's in commit order, but different runs' possibly at
+// the same time, from different lanes. fn must not block.
 func (s *Store) OnAppend(fn func(core.Envelope)) {
-	s.events.mu.Lock()
-	s.events.listeners = append(s.events.listeners, fn)
-	s.events.mu.Unlock()
+	for _, w := range s.events {
+		w.mu.Lock()
+		w.listeners = append(w.listeners, fn)
+		w.mu.Unlock()
+	}
+}
+
+// postgresLanes is how many event writers a PostgreSQL store runs: each
+// commits its batches on its own connection, so commits of different runs
+// overlap rather than queue behind one another. SQLite has one writer
+// connection, and one lane.
+const postgresLanes = 4
+
+// newEventLanes starts the store's event writers.
+func newEventLanes(s *Store) []*eventWriter {
+	n := 1
+	if s.dialect == Postgres {
+		n = postgresLanes
+	}
+	lanes := make([]*eventWriter, n)
+	for i := range lanes {
+		lanes[i] = newEventWriter(s)
+	}
+	return lanes
+}
+
+// lane is the event writer of a run: always the same one, so a run's
+// writes keep their order and its seqs come from one place.
+func (s *Store) lane(runID string) *eventWriter {
+	if len(s.events) == 1 {
+		return s.events[0]
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(runID))
+	return s.events[h.Sum32()%uint32(len(s.events))]
 }
 
 type eventRow struct {

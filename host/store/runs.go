@@ -170,7 +170,7 @@ func (s *Store) StartRun(ctx context.Context, r *core.Run, turn *core.ChatTurn, 
 	if err != nil {
 		return core.Envelope{}, err
 	}
-	s.events.logged(env)
+	s.lane(env.RunID).logged(env)
 	return env, nil
 }
 

@@ -48,7 +48,9 @@ type Store struct {
 	// r serves reads; on PostgreSQL it is the same pool as w.
 	r *sqlx.DB
 
-	events *eventWriter
+	// events are the event log's writers (lanes), a run always on the
+	// same one.
+	events []*eventWriter
 	// manifests caches revision manifests (RevisionManifest).
 	manifests manifestCache
 }
@@ -76,7 +78,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sweep orphaned content chunks: %w", err)
 	}
-	s.events = newEventWriter(s)
+	s.events = newEventLanes(s)
 	return s, nil
 }
 
@@ -191,8 +193,8 @@ func (s *Store) DropIdleConnections() {
 
 // Close flushes pending event appends and closes the connections.
 func (s *Store) Close() error {
-	if s.events != nil {
-		s.events.close()
+	for _, w := range s.events {
+		w.close()
 	}
 	err := s.w.Close()
 	if s.r != s.w {
