@@ -170,9 +170,12 @@ func oneTripQueries(databaseURL string) (string, error) {
 }
 
 // postgresIdleConns is how many idle PostgreSQL connections the pool keeps:
-// enough for a busy host's bursts without holding server backends for
-// nothing.
-const postgresIdleConns = 8
+// as many as it may open, since every connection opened past the idle ones
+// is closed on return and a new one costs the server a backend fork (20
+// concurrent chat sessions spent most of a create-run opening connections
+// with 8). Idle ones still close after ConnMaxIdleTime, so a quiet host
+// holds none for long.
+const postgresIdleConns = 32
 
 func (s *Store) dsn() string { return s.connStr }
 
