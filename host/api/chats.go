@@ -87,7 +87,7 @@ func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal
 }
 
 // chatWithTail is chatSession with the tail of its history a run carries
-// (store.ChatTail), read together.
+// (store.ChatSessionTail), read together.
 func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int) (store.ChatSession, []store.ChatMessage, int, error) {
 	notFound := core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", id)
 	if !validID(id) {
@@ -181,7 +181,7 @@ func history(msgs []store.ChatMessage, budget int) []engine.Message {
 	return historyTail(msgs, 0, budget)
 }
 
-// historyTail is history for the newest turns of a session (store.ChatTail),
+// historyTail is history for the newest turns of a session (store.ChatSessionTail),
 // older being how many turns before them were not read.
 func historyTail(msgs []store.ChatMessage, older, budget int) []engine.Message {
 	var kept []engine.Message

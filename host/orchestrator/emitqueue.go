@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
-	"time"
 
 	"github.com/agenthost/agenthost/core"
 )
@@ -138,11 +137,7 @@ func (o *Orchestrator) recordEnd(ctx context.Context, ar *activeRun, ev NewEvent
 		return
 	}
 	ev.Payload = b
-	ar.mu.Lock()
-	done := *ar.run
-	ar.mu.Unlock()
-	final(&done)
-	done.Status, done.UpdatedAt, done.Context = to, time.Now().UTC(), ar.withTimings(done.Context)
+	done := ar.nextRun(to, final)
 
 	finisher, oneStep := o.events.(RunFinisher)
 	if !oneStep {

@@ -560,20 +560,27 @@ func (o *Orchestrator) emitClosing(ctx context.Context, ar *activeRun, ev NewEve
 	return o.appendLocked(ctx, ar, ev)
 }
 
+// nextRun is the run's row as a change to `to` writes it: the
+// orchestrator's copy, changed by mutate (may be nil), with the timings so
+// far.
+func (ar *activeRun) nextRun(to core.RunStatus, mutate func(*core.Run)) core.Run {
+	ar.mu.Lock()
+	next := *ar.run
+	ar.mu.Unlock()
+	next.Status, next.UpdatedAt = to, time.Now().UTC()
+	if mutate != nil {
+		mutate(&next)
+	}
+	next.Context = ar.withTimings(next.Context)
+	return next
+}
+
 // setStatus records a state change, refusing illegal transitions. The run's
 // row is written from the orchestrator's copy in one conditional statement
 // (the stored status must allow the change): the orchestrator is the only
 // writer of a run it executes, so there is nothing to read first.
 func (o *Orchestrator) setStatus(ctx context.Context, ar *activeRun, to core.RunStatus, mutate func(*core.Run)) error {
-	ar.mu.Lock()
-	next := *ar.run
-	ar.mu.Unlock()
-	next.Status = to
-	next.UpdatedAt = time.Now().UTC()
-	if mutate != nil {
-		mutate(&next)
-	}
-	next.Context = ar.withTimings(next.Context)
+	next := ar.nextRun(to, mutate)
 	transition := o.runs.TransitionRun
 	if ordered, ok := o.events.(OrderedTransitioner); ok {
 		transition = ordered.TransitionInOrder

@@ -94,36 +94,10 @@ func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessa
 	return out, translate(err)
 }
 
-// chatTailPage is how many turns ChatTail reads with its first query: a
+// chatTailPage is how many turns ChatSessionTail reads with its first query: a
 // typical history budget holds a few dozen turns, so most chats take one
 // query; the rest of what a run may carry comes in a second.
 const chatTailPage = 64
-
-// ChatTail returns the newest turns of a session, oldest first, that fit in
-// budget runes of content, plus the newest one that does not fit (the
-// caller decides what to keep of it), at most maxTurns in all (0: no
-// bound), and how many older turns are left out. It reads newest first, in
-// at most two queries (the first also counts the chat), so its cost
-// follows the budget and maxTurns, not the length of the chat.
-func (s *Store) ChatTail(ctx context.Context, sessionID string, budget, maxTurns int) (tail []ChatMessage, older int, err error) {
-	first := firstTailPage(maxTurns)
-	var rows []countedMessage
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT id, chat_session_id, run_id, role, content, created_at, COUNT(*) OVER () AS total
- FROM chat_messages WHERE chat_session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`), sessionID, first); err != nil {
-		return nil, 0, translate(err)
-	}
-	page, total := make([]ChatMessage, len(rows)), 0
-	for i, r := range rows {
-		page[i], total = r.ChatMessage, r.Total
-	}
-	return s.tailFrom(ctx, sessionID, budget, maxTurns, page, total)
-}
-
-// countedMessage is a chat message with the number of the chat's messages.
-type countedMessage struct {
-	ChatMessage
-	Total int `db:"total"`
-}
 
 // firstTailPage is how many turns the first read of a tail asks for.
 func firstTailPage(maxTurns int) int {
@@ -168,9 +142,14 @@ func (s *Store) tailFrom(ctx context.Context, sessionID string, budget, maxTurns
 	return newestFirst, max(0, total-len(newestFirst)), nil
 }
 
-// ChatSessionTail reads a chat session and its tail (as ChatTail) together,
-// in one query for a chat whose tail fits the first page: starting a run
-// in a chat needs both. A missing session is ErrNotFound.
+// ChatSessionTail reads a chat session with the newest turns of it that
+// fit in budget runes of content, oldest first, plus the newest one that
+// does not fit (the caller decides what to keep of it), at most maxTurns in
+// all (0: no bound), and how many older turns are left out. It reads newest
+// first, in one query for a chat whose tail fits the first page and two at
+// most (the first also counts the chat), so its cost follows the budget and
+// maxTurns, not the length of the chat: starting a run in a chat needs
+// both. A missing session is ErrNotFound.
 func (s *Store) ChatSessionTail(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
 	var rows []struct {
 		ChatSession
