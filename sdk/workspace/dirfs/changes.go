@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -60,21 +62,37 @@ type changes struct {
 func StampDir(dir string) Option { return func(f *FS) { f.changes.stampDir = dir } }
 
 // stamp is the time before which a modification is safely in the past:
-// the mtime of a file created now in the stamp folder, whose clock and
-// granularity are the workspace's, or the wall clock less racyWindow.
+// the filesystem's own clock, read as the mtime of a stamp file in the
+// stamp folder (whose clock and granularity are the workspace's) just set
+// to "now" by the kernel, or the wall clock less racyWindow.
+//
+// The file is made once and touched (utimensat with UTIME_NOW) on every
+// stamp: creating a file per stamp costs close to a millisecond on some
+// journaling filesystems, touching one a few microseconds. Two stamps may
+// interleave: each reads a time set no earlier than its own start, and
+// every stat of its walk comes after that read, which is all a stamp
+// promises.
 func (c *changes) stamp() int64 {
 	if c.stampDir != "" {
-		if file, err := os.CreateTemp(c.stampDir, ".snapshot-stamp-*"); err == nil {
-			fi, serr := file.Stat()
-			file.Close()
-			_ = os.Remove(file.Name())
-			if serr == nil {
+		name := filepath.Join(c.stampDir, stampFile)
+		err := touchNow(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			if file, cerr := os.OpenFile(name, os.O_CREATE|os.O_WRONLY, 0o600); cerr == nil {
+				file.Close()
+				err = touchNow(name)
+			}
+		}
+		if err == nil {
+			if fi, serr := os.Lstat(name); serr == nil && fi.Mode().IsRegular() {
 				return fi.ModTime().UnixNano()
 			}
 		}
 	}
 	return time.Now().Add(-racyWindow).UnixNano()
 }
+
+// stampFile is the stamp folder's file whose mtime stamp sets and reads.
+const stampFile = ".snapshot-stamp"
 
 // entryOf is the record of a regular file as of fi with content sha, and
 // whether it may be recorded: it has a stat key, and was last modified

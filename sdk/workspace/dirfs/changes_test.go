@@ -1,6 +1,7 @@
 package dirfs
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -172,4 +173,59 @@ func TestRecordFilesWaitsOutTheTick(t *testing.T) {
 	s := filesSince(t, f, gen)
 	assert.Empty(t, s.sent)
 	assert.Len(t, s.unchanged, 50)
+}
+
+// TestStampReadsTheFilesystemClock: a stamp is no later than the mtime of a
+// file written after it, and stamps touch one file in the stamp folder
+// rather than leaving (or making) a file each.
+func TestStampReadsTheFilesystemClock(t *testing.T) {
+	f, ws := trackedFS(t, map[string]string{"a.txt": "one"})
+	stampDir := filepath.Dir(ws)
+	for i := 0; i < 3; i++ {
+		stamp := f.changes.stamp()
+		p := filepath.Join(ws, "after.txt")
+		require.NoError(t, os.WriteFile(p, []byte{byte(i)}, 0o644))
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, stamp, fi.ModTime().UnixNano(), "a write after the stamp is not older than it")
+		assert.Greater(t, stamp, time.Now().Add(-racyWindow/2).UnixNano(), "the filesystem's clock, not the wall clock less racyWindow")
+	}
+	entries, err := os.ReadDir(stampDir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"ws", stampFile}, names)
+}
+
+// BenchmarkFilesSinceUnchanged: the snapshot of a warm one-file sandbox
+// whose file did not change (a chat turn that only talked): a stamp and a
+// one-entry walk.
+func BenchmarkFilesSinceUnchanged(b *testing.B) {
+	base := b.TempDir()
+	ws := filepath.Join(base, "ws")
+	require.NoError(b, os.Mkdir(ws, 0o755))
+	p := filepath.Join(ws, "index.html")
+	require.NoError(b, os.WriteFile(p, []byte("<html></html>"), 0o644))
+	old := time.Now().Add(-time.Hour)
+	require.NoError(b, os.Chtimes(p, old, old))
+	f, err := New(ws, nil, StampDir(base))
+	require.NoError(b, err)
+	ctx := context.Background()
+	none := func(string) bool { return false }
+	gen, err := f.FilesSince(ctx, "", none, func(sandbox.SnapshotEntry) error { return nil })
+	require.NoError(b, err)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sent := 0
+		if gen, err = f.FilesSince(ctx, gen, none, func(e sandbox.SnapshotEntry) error {
+			if !e.Unchanged {
+				sent++
+			}
+			return nil
+		}); err != nil || sent != 0 {
+			b.Fatalf("sent %d: %v", sent, err)
+		}
+	}
 }

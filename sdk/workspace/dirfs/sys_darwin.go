@@ -59,3 +59,10 @@ type stat struct {
 
 // procStat reports nothing (there is no /proc).
 func procStat(pid int) (stat, bool) { return stat{}, false }
+
+// touchNow sets a file's mtime to the filesystem's "now" (utimensat with
+// UTIME_NOW, leaving atime as it is) (macOS spells UTIME_NOW -1 and UTIME_OMIT -2; x/sys does not name them there), not following a symlink.
+func touchNow(name string) error {
+	ts := []unix.Timespec{{Nsec: -2}, {Nsec: -1}}
+	return unix.UtimesNanoAt(unix.AT_FDCWD, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+}

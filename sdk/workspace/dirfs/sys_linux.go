@@ -89,3 +89,10 @@ func procStat(pid int) (stat, bool) {
 	start, err3 := strconv.ParseUint(f[startField], 10, 64)
 	return stat{state: f[stateField][0], pgrp: pgrp, sid: sid, start: start}, err1 == nil && err2 == nil && err3 == nil
 }
+
+// touchNow sets a file's mtime to the filesystem's "now" (utimensat with
+// UTIME_NOW, leaving atime as it is), not following a symlink.
+func touchNow(name string) error {
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_NOW}}
+	return unix.UtimesNanoAt(unix.AT_FDCWD, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
