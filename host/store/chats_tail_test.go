@@ -21,7 +21,8 @@ func TestChatTail(t *testing.T) {
 		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
 		require.NoError(t, err)
 		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_1", TenantID: "t1", AppID: "app1", UserID: user, Title: "t"}))
-		const n = 3*chatTailPage + 5
+		const page = 64 // what the tail used to read per query: reads across it must hold
+		const n = 3*page + 5
 		for i := 0; i < n; i++ {
 			require.NoError(t, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%04d", i), ChatSessionID: "chat_1", Role: "user", Content: strings.Repeat("é", 10)}))
 		}
@@ -44,10 +45,10 @@ func TestChatTail(t *testing.T) {
 			"two fit in 25 runes, the third is the first that does not")
 		assert.Equal(t, n-3, older)
 
-		tail, older, err = read(10*(chatTailPage+3), 0)
+		tail, older, err = read(10*(page+3), 0)
 		require.NoError(t, err)
-		assert.Len(t, tail, chatTailPage+4, "read across pages")
-		assert.Equal(t, n-chatTailPage-4, older)
+		assert.Len(t, tail, page+4, "read across pages")
+		assert.Equal(t, n-page-4, older)
 		assert.Equal(t, fmt.Sprintf("msg_%04d", n-1), tail[len(tail)-1].ID, "oldest first")
 
 		all, err := s.ChatMessages(ctx, "chat_1")
@@ -57,10 +58,10 @@ func TestChatTail(t *testing.T) {
 		assert.Equal(t, ids(all), ids(tail), "a chat within the budget is read whole")
 		assert.Zero(t, older)
 
-		tail, older, err = read(1_000_000, chatTailPage+7)
+		tail, older, err = read(1_000_000, page+7)
 		require.NoError(t, err)
-		assert.Equal(t, ids(all)[n-chatTailPage-7:], ids(tail), "at most maxTurns, the newest")
-		assert.Equal(t, n-chatTailPage-7, older)
+		assert.Equal(t, ids(all)[n-page-7:], ids(tail), "at most maxTurns, the newest")
+		assert.Equal(t, n-page-7, older)
 		tail, older, err = read(1_000_000, 5)
 		require.NoError(t, err)
 		assert.Equal(t, ids(all)[n-5:], ids(tail), "a bound below one page")

@@ -53,6 +53,8 @@ type Store struct {
 	events []*eventWriter
 	// manifests caches revision manifests (RevisionManifest).
 	manifests manifestCache
+	// chatTails holds recent chats' tails (ChatSessionTail).
+	chatTails chatTailCache
 }
 
 // ErrConflict is returned (wrapped) when a write collides with existing data

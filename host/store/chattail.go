@@ -1,0 +1,233 @@
+package store
+
+import (
+	"container/list"
+	"context"
+	"database/sql"
+	"math"
+	"slices"
+	"sync"
+	"unicode/utf8"
+)
+
+// A chat's tail (ChatSessionTail) is read on every run started in the
+// chat, and a chat grows by two turns a run, so the store keeps the tail
+// it last read of each recent chat and asks the database only for what
+// came after it: one query returns the session, the chat's length and the
+// turns newer than the newest one held. Turns are never edited, only added
+// and deleted, so the held tail is still true when the chat's length is
+// exactly what it held plus the new turns; anything else (a turn deleted,
+// one written by another host with an older timestamp) reads the tail
+// whole again. Every host checks against the database each time: the
+// cache saves reading content, never a query.
+
+// chatTailCacheChats bounds how many chats' tails are kept.
+const chatTailCacheChats = 512
+
+// chatTailCacheBytes bounds the content one cached tail may hold: a chat
+// whose tail is bigger (a huge turn that straddles the budget) is read
+// whole each time rather than pinned in memory.
+const chatTailCacheBytes = 256 << 10
+
+// chatTailNewLimit bounds the new turns one incremental read takes; a chat
+// that grew more than that since is read whole.
+const chatTailNewLimit = 64
+
+// chatTail is what the store holds of a chat: the tail it last returned for
+// a budget and bound on turns, and the chat's length then.
+type chatTail struct {
+	budget, maxTurns int
+	total            int
+	tail             []ChatMessage // oldest first
+}
+
+// chatTailCache keeps chat tails by chat session id, least recently used
+// dropped first.
+type chatTailCache struct {
+	mu    sync.Mutex
+	byID  map[string]*list.Element
+	order list.List // of *chatTailItem, most recent at the front
+}
+
+type chatTailItem struct {
+	id string
+	t  chatTail
+}
+
+func (c *chatTailCache) get(id string) (chatTail, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.byID[id]
+	if !ok {
+		return chatTail{}, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*chatTailItem).t, true
+}
+
+func (c *chatTailCache) put(id string, t chatTail) {
+	size := 0
+	for _, m := range t.tail {
+		size += len(m.Content)
+	}
+	if size > chatTailCacheBytes {
+		c.drop(id)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID == nil {
+		c.byID = map[string]*list.Element{}
+	}
+	if el, ok := c.byID[id]; ok {
+		el.Value.(*chatTailItem).t = t
+		c.order.MoveToFront(el)
+		return
+	}
+	c.byID[id] = c.order.PushFront(&chatTailItem{id: id, t: t})
+	for c.order.Len() > chatTailCacheChats {
+		old := c.order.Back()
+		c.order.Remove(old)
+		delete(c.byID, old.Value.(*chatTailItem).id)
+	}
+}
+
+func (c *chatTailCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byID[id]; ok {
+		c.order.Remove(el)
+		delete(c.byID, id)
+	}
+}
+
+// ChatSessionTail reads a chat session with the newest turns of it that
+// fit in budget runes of content, oldest first, plus the newest one that
+// does not fit (the caller decides what to keep of it), at most maxTurns in
+// all (0: no bound), and how many older turns are left out. A missing
+// session is ErrNotFound. Starting a run in a chat needs both, in one
+// query whose cost follows what changed since the chat's last run (see
+// chatTailCache), or, read whole, the budget and maxTurns: never the
+// length of the chat.
+func (s *Store) ChatSessionTail(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
+	if maxTurns <= 0 {
+		maxTurns = math.MaxInt32
+	}
+	if held, ok := s.chatTails.get(sessionID); ok && held.budget == budget && held.maxTurns == maxTurns {
+		cs, tail, older, ok, err := s.chatTailSince(ctx, sessionID, held)
+		if err != nil || ok {
+			return cs, tail, older, err
+		}
+	}
+	return s.chatTailWhole(ctx, sessionID, budget, maxTurns)
+}
+
+// tailRow is a chat session joined with one of its turns (none: NULLs)
+// and the chat's length.
+type tailRow struct {
+	ChatSession
+	MsgID        sql.NullString `db:"m_id"`
+	MsgRunID     sql.NullString `db:"m_run_id"`
+	MsgRole      sql.NullString `db:"m_role"`
+	MsgContent   sql.NullString `db:"m_content"`
+	MsgCreatedAt sql.NullInt64  `db:"m_created_at"`
+	Total        int            `db:"total"`
+}
+
+// tailSessionColumns are the session's columns of a tailRow query.
+const tailSessionColumns = `s.id, s.tenant_id, s.app_id, s.user_id, s.title, s.restored_checkpoint_id, s.created_at, s.updated_at`
+
+// turns are the turns of rows, in their order.
+func turns(sessionID string, rows []tailRow) []ChatMessage {
+	out := make([]ChatMessage, 0, len(rows))
+	for _, r := range rows {
+		if r.MsgID.Valid {
+			out = append(out, ChatMessage{ID: r.MsgID.String, ChatSessionID: sessionID, RunID: r.MsgRunID,
+				Role: r.MsgRole.String, Content: r.MsgContent.String, CreatedAt: r.MsgCreatedAt.Int64})
+		}
+	}
+	return out
+}
+
+// chatTailWhole reads the tail in one query: the turns are walked newest
+// first along chat_messages_tail (no sort), a running total of their length
+// (in characters on both databases, as the budget counts them) stops the
+// walk, and only the turns kept are sent; the chat's length is counted from
+// the same index.
+func (s *Store) chatTailWhole(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
+	length := "length"
+	if s.dialect == Postgres {
+		length = "char_length"
+	}
+	var rows []tailRow
+	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+tailSessionColumns+`, t.id AS m_id, t.run_id AS m_run_id,
+ t.role AS m_role, t.content AS m_content, t.created_at AS m_created_at, c.total
+ FROM chat_sessions s
+ CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE chat_session_id = ?) c
+ LEFT JOIN (SELECT id, run_id, role, content, created_at, before FROM (
+   SELECT id, run_id, role, content, created_at,
+    SUM(`+length+`(content)) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - `+length+`(content) AS before
+   FROM chat_messages WHERE chat_session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) w
+  WHERE before <= ?) t ON 1 = 1
+ WHERE s.id = ? ORDER BY t.created_at, t.id`), sessionID, sessionID, maxTurns, budget, sessionID)
+	if err != nil {
+		return ChatSession{}, nil, 0, translate(err)
+	}
+	if len(rows) == 0 {
+		s.chatTails.drop(sessionID)
+		return ChatSession{}, nil, 0, notFound("chat session", sessionID)
+	}
+	tail := turns(sessionID, rows)
+	total := rows[0].Total
+	s.chatTails.put(sessionID, chatTail{budget: budget, maxTurns: maxTurns, total: total, tail: slices.Clone(tail)})
+	return rows[0].ChatSession, tail, max(0, total-len(tail)), nil
+}
+
+// chatTailSince reads the session, the chat's length and the turns after
+// the newest one held, and returns the tail made from the held one and
+// those; ok is false when the held tail is no longer true (the caller then
+// reads it whole).
+func (s *Store) chatTailSince(ctx context.Context, sessionID string, held chatTail) (ChatSession, []ChatMessage, int, bool, error) {
+	after := ChatMessage{CreatedAt: math.MinInt64}
+	if n := len(held.tail); n > 0 {
+		after = held.tail[n-1]
+	}
+	var rows []tailRow
+	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+tailSessionColumns+`, m.id AS m_id, m.run_id AS m_run_id,
+ m.role AS m_role, m.content AS m_content, m.created_at AS m_created_at, c.total
+ FROM chat_sessions s
+ CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE chat_session_id = ?) c
+ LEFT JOIN chat_messages m ON m.chat_session_id = s.id AND (m.created_at, m.id) > (?, ?)
+ WHERE s.id = ? ORDER BY m.created_at, m.id LIMIT ?`),
+		sessionID, after.CreatedAt, after.ID, sessionID, chatTailNewLimit+1)
+	if err != nil {
+		return ChatSession{}, nil, 0, false, translate(err)
+	}
+	if len(rows) == 0 {
+		s.chatTails.drop(sessionID)
+		return ChatSession{}, nil, 0, false, notFound("chat session", sessionID)
+	}
+	added := turns(sessionID, rows)
+	total := rows[0].Total
+	if len(added) > chatTailNewLimit || total != held.total+len(added) {
+		return ChatSession{}, nil, 0, false, nil
+	}
+	tail := trimTail(append(slices.Clone(held.tail), added...), held.budget, held.maxTurns)
+	s.chatTails.put(sessionID, chatTail{budget: held.budget, maxTurns: held.maxTurns, total: total, tail: slices.Clone(tail)})
+	return rows[0].ChatSession, tail, max(0, total-len(tail)), true, nil
+}
+
+// trimTail keeps of msgs (oldest first) what ChatSessionTail returns: the
+// newest that fit in budget runes, the newest one that does not, at most
+// maxTurns. Turns dropped here can never be part of a later tail: the
+// chat only grows at its new end.
+func trimTail(msgs []ChatMessage, budget, maxTurns int) []ChatMessage {
+	used, keep := 0, 0
+	for i := len(msgs) - 1; i >= 0 && keep < maxTurns; i-- {
+		keep++
+		if used += utf8.RuneCountInString(msgs[i].Content); used > budget {
+			break
+		}
+	}
+	return msgs[len(msgs)-keep:]
+}

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestChatTailHeldStaysTrue: the tail the store holds of a chat is checked
+// against the database on every read, so whatever happens to the chat
+// between two reads (turns added here or by another host, with any
+// timestamp; turns deleted; many turns at once), each read returns what a
+// read of the whole chat would. Random operations, both dialects.
+func TestChatTailHeldStaysTrue(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
+		require.NoError(t, err)
+		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_r", TenantID: "t1", AppID: "app1", UserID: user, Title: "r"}))
+		rng := rand.New(rand.NewPCG(1, 2))
+		next := 0
+		add := func(createdAt int64) {
+			next++
+			content := strings.Repeat("ü", rng.IntN(40))
+			if createdAt == 0 {
+				require.NoError(t, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%06d", next), ChatSessionID: "chat_r", Role: "user", Content: content}))
+				return
+			}
+			// Another host, its clock behind: a turn older than the newest.
+			_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
+ VALUES (?, ?, NULL, 'assistant', ?, ?)`), fmt.Sprintf("msg_%06d", next), "chat_r", content, createdAt)
+			require.NoError(t, err)
+		}
+		const budget, maxTurns = 100, 12
+		for step := 0; step < 150; step++ {
+			all, err := s.ChatMessages(ctx, "chat_r")
+			require.NoError(t, err)
+			switch op := rng.IntN(10); {
+			case op < 5:
+				add(0)
+			case op < 6:
+				for i := 0; i < chatTailNewLimit+3; i++ {
+					add(0)
+				}
+			case op < 7 && len(all) > 0:
+				add(all[rng.IntN(len(all))].CreatedAt - 1)
+			case op < 9 && len(all) > 0:
+				require.NoError(t, s.DeleteChatMessage(ctx, all[rng.IntN(len(all))].ID))
+			}
+			all, err = s.ChatMessages(ctx, "chat_r")
+			require.NoError(t, err)
+			want := trimTail(all, budget, maxTurns)
+			_, got, older, err := s.ChatSessionTail(ctx, "chat_r", budget, maxTurns)
+			require.NoError(t, err)
+			require.Equal(t, ids(want), ids(got), "step %d", step)
+			require.Equal(t, len(all)-len(want), older, "step %d", step)
+		}
+		require.NoError(t, s.DeleteChatSession(ctx, "chat_r"))
+		_, _, _, err = s.ChatSessionTail(ctx, "chat_r", budget, maxTurns)
+		assert.True(t, errors.Is(err, ErrNotFound), "%v", err)
+	})
+}
+
+// TestChatTailReadsOnlyWhatIsNew: a chat's second read takes from the
+// database only the turns added since the first (their content is what
+// changed), and the session's own fields are read fresh each time.
+func TestChatTailReadsOnlyWhatIsNew(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
+		require.NoError(t, err)
+		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_n", TenantID: "t1", AppID: "app1", UserID: user, Title: "n"}))
+		for i := 0; i < 5; i++ {
+			require.NoError(t, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%d", i), ChatSessionID: "chat_n", Role: "user", Content: "hello"}))
+		}
+		_, first, _, err := s.ChatSessionTail(ctx, "chat_n", 1000, 0)
+		require.NoError(t, err)
+		require.Len(t, first, 5)
+		// Rewritten behind the store's back: a held turn is not read again
+		// (turns are never edited), so the old content shows.
+		_, err = s.w.ExecContext(ctx, s.rebind(`UPDATE chat_messages SET content = 'edited' WHERE id = ?`), "msg_0")
+		require.NoError(t, err)
+		require.NoError(t, s.AddChatMessage(ctx, ChatMessage{ID: "msg_5", ChatSessionID: "chat_n", Role: "assistant", Content: "new"}))
+		require.NoError(t, s.MarkChatRestored(ctx, "chat_n", "chk_1"))
+		cs, second, older, err := s.ChatSessionTail(ctx, "chat_n", 1000, 0)
+		require.NoError(t, err)
+		assert.Equal(t, "hello", second[0].Content, "held turns come from memory")
+		assert.Equal(t, "new", second[5].Content, "the new one from the database")
+		assert.Zero(t, older)
+		assert.Equal(t, "chk_1", cs.RestoredCheckpointID.String, "the session is read fresh")
+	})
+}
+
+// BenchmarkChatSessionTail: starting a run in a chat of 200 short turns
+// reads its tail (budget 24k runes, at most 200 turns) after the previous
+// run added its two turns.
+func BenchmarkChatSessionTail(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *Store) {
+		ctx := context.Background()
+		seedApp(b, s)
+		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
+		require.NoError(b, err)
+		require.NoError(b, s.CreateChatSession(ctx, ChatSession{ID: "chat_b", TenantID: "t1", AppID: "app1", UserID: user, Title: "b"}))
+		n := 0
+		turn := func() {
+			for _, role := range []string{"user", "assistant"} {
+				n++
+				require.NoError(b, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%08d", n), ChatSessionID: "chat_b", Role: role, Content: "say ok"}))
+			}
+		}
+		for i := 0; i < 100; i++ {
+			turn()
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			turn()
+			b.StartTimer()
+			_, tail, _, err := s.ChatSessionTail(ctx, "chat_b", 24_000, 200)
+			require.NoError(b, err)
+			require.Len(b, tail, 200)
+		}
+	})
+}
+
+func ids(ms []ChatMessage) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
