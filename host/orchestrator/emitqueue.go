@@ -166,10 +166,17 @@ func (o *Orchestrator) recordEnd(ctx context.Context, ar *activeRun, ev NewEvent
 		return
 	}
 	ar.finished = true
-	// Every event the run queued before is logged (or known lost) first:
-	// the terminal event is the run's last.
-	_ = ar.queued.flush()
-	_, updated, err := finisher.FinishRun(context.WithoutCancel(ctx), &done, core.Sources(to), ev, turn)
+	// The terminal event is the run's last: the log's writer takes it after
+	// every event the run queued before, usually in the same transaction
+	// (one commit for the run's last events and its end). Should that
+	// transaction fail, the earlier events are lost with it, and the end
+	// goes again alone, after them.
+	finishCtx := context.WithoutCancel(ctx)
+	_, updated, err := finisher.FinishRun(finishCtx, &done, core.Sources(to), ev, turn)
+	if err != nil && ar.queued.flush() != nil {
+		o.log.Warn("the run's last events were not logged; recording its end alone", "run", runID, "error", err)
+		_, updated, err = finisher.FinishRun(finishCtx, &done, core.Sources(to), ev, turn)
+	}
 	if updated != nil {
 		ar.run = updated
 	}

@@ -106,7 +106,9 @@ func TestFinishRun(t *testing.T) {
 		require.NoError(t, err)
 		r := newRun("run_f")
 		r.UserID, r.ChatSessionID = user, "chat_f"
-		_, err = s.StartRun(ctx, r, &core.ChatTurn{MessageID: "msg_u", Content: "say hi", NewSession: true}, core.EventInput{Type: core.EventRunAccepted})
+		// Turn ids sort in creation order (api.MessageID): two turns written
+		// in the same millisecond are ordered by id.
+		_, err = s.StartRun(ctx, r, &core.ChatTurn{MessageID: "msg_1_user", Content: "say hi", NewSession: true}, core.EventInput{Type: core.EventRunAccepted})
 		require.NoError(t, err)
 		running := *r
 		running.Status = core.RunRunning
@@ -116,7 +118,7 @@ func TestFinishRun(t *testing.T) {
 
 		done := running
 		done.Status, done.OutputText = core.RunCompleted, "hi"
-		env, got, err := s.FinishRun(ctx, &done, core.Sources(core.RunCompleted), core.EventInput{Type: core.EventRunCompleted}, &core.ChatTurn{MessageID: "msg_a", Content: "hi"})
+		env, got, err := s.FinishRun(ctx, &done, core.Sources(core.RunCompleted), core.EventInput{Type: core.EventRunCompleted}, &core.ChatTurn{MessageID: "msg_2_assistant", Content: "hi"})
 		require.NoError(t, err)
 		_, derr := delta()
 		require.NoError(t, derr)
@@ -142,6 +144,47 @@ func TestFinishRun(t *testing.T) {
 		stored, err = s.GetRun(ctx, r.ID)
 		require.NoError(t, err)
 		assert.Equal(t, core.RunCompleted, stored.Status)
+	})
+}
+
+// TestFinishRunAfterALostEvent: the orchestrator ends a run without
+// waiting for its queued events (they usually share the end's
+// transaction). When one of them fails, the end fails with it if it shared
+// the transaction, and then goes through alone after what the log holds;
+// either way the run ends with no hole in its seqs.
+func TestFinishRunAfterALostEvent(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		r := newRun("run_lost")
+		_, err := s.StartRun(ctx, r, nil, core.EventInput{Type: core.EventRunAccepted})
+		require.NoError(t, err)
+		running := *r
+		running.Status = core.RunRunning
+		_, err = s.TransitionRun(ctx, &running, core.Sources(core.RunRunning))
+		require.NoError(t, err)
+		// A row the writer does not know of takes the run's next seq.
+		_, err = s.w.Exec(s.rebind(`INSERT INTO run_events (run_id, seq, type, payload, ts) VALUES (?, 2, 'run.status', '{}', 0)`), r.ID)
+		require.NoError(t, err)
+		lost := enqueued(t, s, r, core.EventInput{Type: core.EventAssistantDelta})
+		done := running
+		done.Status = core.RunFailed
+		end := core.EventInput{Type: core.EventRunFailed}
+		env, got, err := s.FinishRun(ctx, &done, core.Sources(core.RunFailed), end, nil)
+		_, lerr := lost()
+		require.Error(t, lerr, "the colliding event fails")
+		if err != nil {
+			// It shared the failed transaction: nothing of it was written.
+			env, got, err = s.FinishRun(ctx, &done, core.Sources(core.RunFailed), end, nil)
+		}
+		require.NoError(t, err)
+		require.NotNil(t, got)
+		assert.Equal(t, core.RunFailed, got.Status)
+		assert.Equal(t, int64(3), env.Seq, "after what the log holds")
+		evs, err := s.ListEvents(ctx, r.ID, r.AppID, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, evs, 3)
+		assert.Equal(t, core.EventRunFailed, evs[2].Event)
 	})
 }
 
