@@ -248,16 +248,25 @@ func (s *Server) pinModel(ctx context.Context, tenant, requested, engineName str
 	if err != nil || m.ID == "" {
 		return engine.Model{}, err
 	}
+	engineID, err := s.deps.Store.EngineModelID(ctx, m.ID, tenant, engineName)
+	if err != nil {
+		return engine.Model{}, err
+	}
+	return s.pinResolved(m, engineID)
+}
+
+// pinResolved is pinModel for a model already read with the engine's own id
+// for it (store.AppForRun); a zero model is no model.
+func (s *Server) pinResolved(m store.Model, engineID string) (engine.Model, error) {
+	if m.ID == "" {
+		return engine.Model{}, nil
+	}
 	// Checked again at every run: a binding the operator removed stops
 	// working at once, and models stored before this policy existed are
 	// held to it too. A global model may be keyless anywhere (the
 	// operator made it); a tenant's only where the operator allows.
 	if err := s.checkEndpoint(m.Provider, m.BaseURL, m.APIKeyEnv, m.TenantID == ""); err != nil {
 		return engine.Model{}, fmt.Errorf("model %s: %w", m.ID, err)
-	}
-	engineID, err := s.deps.Store.EngineModelID(ctx, m.ID, tenant, engineName)
-	if err != nil {
-		return engine.Model{}, err
 	}
 	return engine.Model{ID: m.ID, Provider: m.Provider, ProviderModel: m.ProviderModel, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, EngineModelID: engineID}, nil
 }

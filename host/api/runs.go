@@ -77,13 +77,38 @@ func runOut(r *core.Run) runJSON {
 // from (the app's draft head) and hands it to the orchestrator.
 func (s *Server) createRun(c *gin.Context) {
 	apiStart := time.Now()
-	a, ok := s.app(c)
-	if !ok {
+	appID := c.Param("app_id")
+	if !validID(appID) {
+		_ = c.Error(core.Errf(core.CodeInvalidRequest, "app_id", "malformed app id"))
 		return
 	}
+	// The body is read before the app, whose read also resolves the default
+	// model for the body's engine (one query for both), but a missing app
+	// is still answered before a bad body.
 	var req createRunRequest
-	if err := bindJSON(c, maxJSONBody, &req); err != nil {
+	bindErr := bindJSON(c, maxJSONBody, &req)
+	eng := req.Engine
+	if eng == "" {
+		eng = s.deps.DefaultEngine
+	}
+	ctx := c.Request.Context()
+	p := principal(c)
+	// An engine name that is no plugin's name (such names are ids) is
+	// refused below; it must not reach the query (PostgreSQL refuses NUL).
+	bindingsOf := eng
+	if !validID(eng) {
+		bindingsOf = ""
+	}
+	a, defaultModel, defaultEngineModelID, err := s.deps.Store.AppForRun(ctx, appID, p.TenantID, bindingsOf)
+	if err == nil && a.TenantID != p.TenantID {
+		err = core.Errf(core.CodeNotFound, "", "app %s not found", appID)
+	}
+	if err != nil {
 		_ = c.Error(err)
+		return
+	}
+	if bindErr != nil {
+		_ = c.Error(bindErr)
 		return
 	}
 	req.Prompt = strings.TrimSpace(req.Prompt)
@@ -103,16 +128,10 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	eng := req.Engine
-	if eng == "" {
-		eng = s.deps.DefaultEngine
-	}
 	if eng == "native" && os.Getenv("APPS_CODING_AGENT_NATIVE_ENABLED") != "1" {
 		_ = c.Error(core.Errf(core.CodeEngineUnavailable, "engine", "the native engine is disabled by policy (APPS_CODING_AGENT_NATIVE_ENABLED is not 1)"))
 		return
 	}
-	ctx := c.Request.Context()
-	p := principal(c)
 	key, fingerprint, err := idempotency(c, a.ID, req)
 	if err != nil {
 		_ = c.Error(err)
@@ -134,7 +153,12 @@ func (s *Server) createRun(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	model, err := s.pinModel(ctx, p.TenantID, requested, eng)
+	var model engine.Model
+	if requested == "" {
+		model, err = s.pinResolved(defaultModel, defaultEngineModelID)
+	} else {
+		model, err = s.pinModel(ctx, p.TenantID, requested, eng)
+	}
 	if err != nil {
 		_ = c.Error(err)
 		return

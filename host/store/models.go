@@ -143,3 +143,72 @@ func (s *Store) DefaultModel(ctx context.Context, tenantID string) (Model, error
 	}
 	return rows[0].Model, nil
 }
+
+// AppForRun reads, in one query, what starting a run needs to know before
+// it can be recorded: the app (ErrNotFound when there is none), the model a
+// run of the tenant gets when it names none (as DefaultModel; zero when
+// there is none) and the engine's own id for that model (as EngineModelID).
+// The tenant is the caller's: the caller still checks that the app is
+// that tenant's.
+func (s *Store) AppForRun(ctx context.Context, appID, tenantID, engine string) (App, Model, string, error) {
+	var rows []struct {
+		ID          string         `db:"id"`
+		TenantID    string         `db:"tenant_id"`
+		Name        string         `db:"name"`
+		Draft       sql.NullString `db:"draft_revision_id"`
+		Agent       sql.NullString `db:"selected_agent_id"`
+		CreatedAt   int64          `db:"created_at"`
+		UpdatedAt   int64          `db:"updated_at"`
+		MID         sql.NullString `db:"m_id"`
+		MTenantID   sql.NullString `db:"m_tenant_id"`
+		MName       sql.NullString `db:"m_name"`
+		MKind       sql.NullString `db:"m_kind"`
+		MProvider   sql.NullString `db:"m_provider"`
+		MProvModel  sql.NullString `db:"m_provider_model"`
+		MBaseURL    sql.NullString `db:"m_base_url"`
+		MAPIKeyEnv  sql.NullString `db:"m_api_key_env"`
+		MActive     sql.NullBool   `db:"m_active"`
+		MCreatedAt  sql.NullInt64  `db:"m_created_at"`
+		BTenantID   sql.NullString `db:"b_tenant_id"`
+		BEngineModl sql.NullString `db:"b_engine_model_id"`
+	}
+	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT a.id, a.tenant_id, a.name, a.draft_revision_id, a.selected_agent_id,
+ a.created_at, a.updated_at, dm.id AS m_id, dm.tenant_id AS m_tenant_id, dm.name AS m_name, dm.kind AS m_kind,
+ dm.provider AS m_provider, dm.provider_model AS m_provider_model, dm.base_url AS m_base_url, dm.api_key_env AS m_api_key_env,
+ dm.active AS m_active, dm.created_at AS m_created_at, b.tenant_id AS b_tenant_id, b.engine_model_id AS b_engine_model_id
+ FROM apps a
+ LEFT JOIN (SELECT m.id, COALESCE(m.tenant_id, '') AS tenant_id, m.name, m.kind, m.provider, m.provider_model, m.base_url,
+   m.api_key_env, m.active, m.created_at
+  FROM models m LEFT JOIN model_defaults d ON d.model_id = m.id AND d.tenant_id IN (?, '')
+  WHERE m.active = ? AND m.kind = 'chat' AND (m.tenant_id IS NULL OR m.tenant_id = ?)
+  ORDER BY CASE WHEN d.tenant_id IS NULL THEN 2 WHEN d.tenant_id = '' THEN 1 ELSE 0 END, m.created_at, m.id LIMIT 1) dm ON 1 = 1
+ LEFT JOIN model_bindings b ON b.model_id = dm.id AND b.engine = ? AND (b.tenant_id = '' OR b.tenant_id = ?)
+ WHERE a.id = ?`), tenantID, true, tenantID, engine, tenantID, appID)
+	if err != nil {
+		return App{}, Model{}, "", translate(err)
+	}
+	if len(rows) == 0 {
+		return App{}, Model{}, "", notFound("app", appID)
+	}
+	r := rows[0]
+	app := App{ID: r.ID, TenantID: r.TenantID, Name: r.Name, DraftRevisionID: r.Draft.String, SelectedAgentID: r.Agent.String,
+		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt)}
+	if !r.MID.Valid {
+		return app, Model{}, "", nil
+	}
+	m := Model{ID: r.MID.String, TenantID: r.MTenantID.String, Name: r.MName.String, Kind: r.MKind.String, Provider: r.MProvider.String,
+		ProviderModel: r.MProvModel.String, BaseURL: r.MBaseURL.String, APIKeyEnv: r.MAPIKeyEnv.String, Active: r.MActive.Bool, CreatedAt: r.MCreatedAt.Int64}
+	// The tenant's binding wins over the global one.
+	engineID := ""
+	for _, b := range rows {
+		if !b.BEngineModl.Valid {
+			continue
+		}
+		if b.BTenantID.String == tenantID && tenantID != "" {
+			engineID = b.BEngineModl.String
+			break
+		}
+		engineID = b.BEngineModl.String
+	}
+	return app, m, engineID, nil
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,5 +66,59 @@ func TestAppCarriesItsSelectedAgent(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, list, 1)
 		assert.Equal(t, "agt_1", list[0].SelectedAgentID)
+	})
+}
+
+// TestAppForRun: the app, the tenant's default model and the engine's id for
+// it, in one read, agree with GetApp, DefaultModel and EngineModelID.
+func TestAppForRun(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		agrees := func(tenant, engine string) (Model, string) {
+			t.Helper()
+			app, m, engineID, err := s.AppForRun(ctx, "app1", tenant, engine)
+			require.NoError(t, err)
+			want, err := s.GetApp(ctx, "app1")
+			require.NoError(t, err)
+			assert.Equal(t, want, app)
+			wantModel, err := s.DefaultModel(ctx, tenant)
+			require.NoError(t, err)
+			assert.Equal(t, wantModel, m)
+			wantID := ""
+			if wantModel.ID != "" {
+				wantID, err = s.EngineModelID(ctx, wantModel.ID, tenant, engine)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, wantID, engineID)
+			return m, engineID
+		}
+		m, _ := agrees("t1", "opencode")
+		assert.Empty(t, m.ID, "no models: none")
+
+		require.NoError(t, s.CreateModel(ctx, Model{ID: "mdl_a", Name: "a", Kind: "chat", Provider: "openai", ProviderModel: "m", Active: true},
+			[]Binding{{Engine: "opencode", EngineModelID: "openai/m-global"}}))
+		require.NoError(t, s.EnsureTenant(ctx, "t2", "Other"))
+		require.NoError(t, s.CreateModel(ctx, Model{ID: "mdl_t2", TenantID: "t2", Name: "o", Kind: "chat", Provider: "openai", ProviderModel: "m", Active: true}, nil))
+		m, id := agrees("t1", "opencode")
+		assert.Equal(t, "mdl_a", m.ID)
+		assert.Equal(t, "openai/m-global", id)
+		_, id = agrees("t1", "native")
+		assert.Empty(t, id, "no binding for that engine")
+
+		_, err := s.w.Exec(s.rebind(`INSERT INTO model_bindings (model_id, tenant_id, engine, engine_model_id) VALUES (?, ?, ?, ?)`),
+			"mdl_a", "t1", "opencode", "openai/m-t1")
+		require.NoError(t, err)
+		_, id = agrees("t1", "opencode")
+		assert.Equal(t, "openai/m-t1", id, "the tenant's binding wins")
+		_, id = agrees("t2", "opencode")
+		assert.Equal(t, "openai/m-global", id, "not another tenant's binding")
+
+		require.NoError(t, s.SetDefaultModel(ctx, "t2", "mdl_t2"))
+		m, _ = agrees("t2", "opencode")
+		assert.Equal(t, "mdl_t2", m.ID)
+
+		_, _, _, err = s.AppForRun(ctx, "app_none", "t1", "opencode")
+		assert.True(t, errors.Is(err, ErrNotFound), "%v", err)
 	})
 }
