@@ -35,6 +35,14 @@ type OrderedTransitioner interface {
 	TransitionInOrder(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error)
 }
 
+// QueuedTransitioner is an OrderedTransitioner that can also queue a status
+// change without waiting for its commit (the store's EnqueueTransition):
+// it joins the run's queued events in the log's next transaction, and done
+// reports its outcome from the log's writer.
+type QueuedTransitioner interface {
+	EnqueueTransition(ctx context.Context, r *core.Run, from []core.RunStatus, done func(*core.Run, error)) error
+}
+
 // maxEventsAhead bounds how far one run's engine may run ahead of the log:
 // past it, emitting waits for the oldest pending event's commit. Big enough
 // that a token stream never waits on a healthy database, small enough that

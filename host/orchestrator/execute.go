@@ -57,7 +57,7 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 		ref, started, tried, ok := o.reuseWarm(ctx, ar, key, sbClient)
 		if ok {
 			ar.mark("sandbox_start", time.Since(sbStart))
-			if err := o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) {
+			if err := o.setStatusQueued(ctx, ar, core.RunRunning, func(r *core.Run) {
 				r.SandboxID, r.SandboxStatus, r.SandboxStartedAt = ref.id, sandbox.StatusRunning, &started
 			}); err != nil {
 				return failed(core.CodeInvalidRunTransition, "%v", err), ref
@@ -76,7 +76,7 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 			sandboxID = planned
 		}
 	}
-	if err := o.setStatus(ctx, ar, core.RunRunning, nil); err != nil {
+	if err := o.setStatusQueued(ctx, ar, core.RunRunning, nil); err != nil {
 		return failed(core.CodeInvalidRunTransition, "%v", err), nil
 	}
 	files, err := o.baseFiles(ctx, ar)
@@ -100,7 +100,7 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	ar.ref = ref
 	ar.mu.Unlock()
 	started := info.CreatedAt.UTC()
-	_ = o.setStatus(ctx, ar, core.RunRunning, func(r *core.Run) {
+	_ = o.setStatusQueued(ctx, ar, core.RunRunning, func(r *core.Run) {
 		r.SandboxID, r.SandboxStatus, r.SandboxStartedAt = info.ID, info.Status, &started
 	})
 	_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageSandboxReady, "sandbox_id": info.ID})

@@ -575,6 +575,34 @@ func (ar *activeRun) nextRun(to core.RunStatus, mutate func(*core.Run)) core.Run
 	return next
 }
 
+// setStatusQueued is setStatus for a change the run need not wait for
+// (running, once its sandbox is known): the change is queued with the run's
+// events and the run goes on at once, its copy of the row already the one
+// written. A refusal or failure reported later ends the run as setStatus's
+// error would have (see abort). Without a QueuedTransitioner it is
+// setStatus.
+func (o *Orchestrator) setStatusQueued(ctx context.Context, ar *activeRun, to core.RunStatus, mutate func(*core.Run)) error {
+	q, ok := o.events.(QueuedTransitioner)
+	if !ok {
+		return o.setStatus(ctx, ar, to, mutate)
+	}
+	next := ar.nextRun(to, mutate)
+	ar.queued.reserve()
+	if err := q.EnqueueTransition(context.WithoutCancel(ctx), &next, core.Sources(to), func(_ *core.Run, err error) {
+		if err != nil {
+			ar.abort(core.CodeInvalidRunTransition, fmt.Sprintf("record the run as %s: %v", to, err))
+		}
+		ar.queued.settle(core.Envelope{}, nil)
+	}); err != nil {
+		ar.queued.settle(core.Envelope{}, nil)
+		return err
+	}
+	ar.mu.Lock()
+	ar.run = &next
+	ar.mu.Unlock()
+	return nil
+}
+
 // setStatus records a state change, refusing illegal transitions. The run's
 // row is written from the orchestrator's copy in one conditional statement
 // (the stored status must allow the change): the orchestrator is the only

@@ -225,6 +225,62 @@ func TestTransitionInOrder(t *testing.T) {
 	})
 }
 
+// TestEnqueueTransition: a status change queued without waiting is written
+// in the run's order among the events queued around it, and reports its
+// outcome (a refusal too) through its callback without taking those events
+// with it.
+func TestEnqueueTransition(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		r := newRun("run_qt")
+		_, err := s.StartRun(ctx, r, nil, core.EventInput{Type: core.EventRunAccepted})
+		require.NoError(t, err)
+		type outcome struct {
+			run *core.Run
+			err error
+		}
+		transition := func(to core.RunStatus, from []core.RunStatus) func() outcome {
+			next := *r
+			next.Status = to
+			ch := make(chan outcome, 1)
+			require.NoError(t, s.EnqueueTransition(ctx, &next, from, func(run *core.Run, err error) { ch <- outcome{run, err} }))
+			return func() outcome { return <-ch }
+		}
+		var mu sync.Mutex
+		var seen []core.EventType
+		s.OnAppend(func(e core.Envelope) {
+			if e.RunID == r.ID {
+				mu.Lock()
+				seen = append(seen, e.Event)
+				mu.Unlock()
+			}
+		})
+		before := enqueued(t, s, r, core.EventInput{Type: core.EventRunStatus, Payload: []byte(`{"stage":"sandbox_starting"}`)})
+		running := transition(core.RunRunning, core.Sources(core.RunRunning))
+		after := enqueued(t, s, r, core.EventInput{Type: core.EventAssistantDelta})
+		got := running()
+		require.NoError(t, got.err)
+		assert.Equal(t, core.RunRunning, got.run.Status)
+		for _, wait := range []func() (core.Envelope, error){before, after} {
+			_, err := wait()
+			require.NoError(t, err)
+		}
+		stored, err := s.GetRun(ctx, r.ID)
+		require.NoError(t, err)
+		assert.Equal(t, core.RunRunning, stored.Status)
+
+		refused := transition(core.RunQueued, []core.RunStatus{core.RunQueued})
+		next := enqueued(t, s, r, core.EventInput{Type: core.EventAssistantDelta})
+		assert.Equal(t, core.CodeInvalidRunTransition, core.CodeOf(refused().err))
+		_, err = next()
+		require.NoError(t, err, "a refused change does not take the events with it")
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []core.EventType{core.EventRunStatus, core.EventAssistantDelta, core.EventAssistantDelta}, seen)
+	})
+}
+
 // TestLanesKeepEachRunInOrder: runs spread over the log's lanes (several on
 // PostgreSQL), each queueing events at once; every run's events are logged
 // gap-free in its own order, and a run always takes the same lane.

@@ -54,7 +54,35 @@ func (s *Store) FinishRun(ctx context.Context, r *core.Run, from []core.RunStatu
 // transaction as those still pending, so a status change and the events
 // around it cost one commit rather than two.
 func (s *Store) TransitionInOrder(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error) {
-	res, err := s.appendWait(ctx, &appendReq{run: r, tail: func(ctx context.Context, tx *sqlx.Tx, _ core.Envelope) (any, error) {
+	req := s.transitionReq(r, from)
+	res, err := s.appendWait(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return transitionOutcome(res)
+}
+
+// EnqueueTransition is TransitionInOrder without waiting for the commit:
+// the status change joins the run's queued events (and the ones queued
+// after it) in the log's next transaction, and done is called with its
+// outcome from the log's writer once that transaction ended; done must not
+// block. A caller that goes on at once must treat a refusal or failure
+// reported later as the end of the run.
+func (s *Store) EnqueueTransition(ctx context.Context, r *core.Run, from []core.RunStatus, done func(*core.Run, error)) error {
+	req := s.transitionReq(r, from)
+	req.done = func(res appendResult) {
+		if res.err != nil {
+			done(nil, res.err)
+			return
+		}
+		done(transitionOutcome(res))
+	}
+	return s.enqueue(ctx, req)
+}
+
+// transitionReq is a status change as a write in the run's order.
+func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
+	return &appendReq{run: r, tail: func(ctx context.Context, tx *sqlx.Tx, _ core.Envelope) (any, error) {
 		updated, err := s.transitionRun(ctx, tx, r, from)
 		if refusal(err) {
 			return err, nil // the transaction goes on: other runs' events are in it
@@ -63,10 +91,12 @@ func (s *Store) TransitionInOrder(ctx context.Context, r *core.Run, from []core.
 			return nil, err
 		}
 		return updated, nil
-	}})
-	if err != nil {
-		return nil, err
-	}
+	}}
+}
+
+// transitionOutcome is the run a committed transitionReq wrote, or why it
+// wrote nothing.
+func transitionOutcome(res appendResult) (*core.Run, error) {
 	switch out := res.tail.(type) {
 	case *core.Run:
 		return out, nil
