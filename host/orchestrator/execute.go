@@ -54,7 +54,7 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 	sbStart := time.Now()
 	key := o.scopeKey(run)
 	if key != "" {
-		ref, started, tried, ok := o.reuseWarm(ctx, ar, key, sbClient)
+		ref, started, tried, ok := o.reuseWarm(ctx, ar, key, sbClient, sbH)
 		if ok {
 			ar.mark("sandbox_start", time.Since(sbStart))
 			if err := o.setStatusQueued(ctx, ar, core.RunRunning, func(r *core.Run) {
@@ -417,6 +417,8 @@ func (o *Orchestrator) releaseWarm(ar *activeRun, keep bool) {
 		warm.revision = warmRevision(ar)
 		ar.mu.Lock()
 		warm.keptOut = ar.keptOut
+		warm.heldBy = ar.sandboxH.Generation
+		warm.stable = ar.sandboxH.Capabilities[plugin.CapabilityStableSandboxes] == "true"
 		ar.mu.Unlock()
 		o.keepWarm(key, warm)
 		return
@@ -427,7 +429,7 @@ func (o *Orchestrator) releaseWarm(ar *activeRun, keep bool) {
 // reuseWarm takes the chat's warm sandbox for the run, refreshed to the run's
 // base files. A kept sandbox that is gone is forgotten, and the run is told
 // it starts in a fresh one; tried is then its id.
-func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string, sbClient *sandbox.Client) (ref *sandboxRef, started time.Time, tried string, ok bool) {
+func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string, sbClient *sandbox.Client, sbH pluginmgr.Handle) (ref *sandboxRef, started time.Time, tried string, ok bool) {
 	w := o.takeWarm(key, ar.run.SandboxBackend)
 	if w == nil {
 		return nil, time.Time{}, "", false
@@ -442,9 +444,14 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 		ar.mu.Unlock()
 		return nil, time.Time{}, w.ref.id, false
 	}
-	info, err := sbClient.Get(ctx, w.ref.id)
-	if err != nil || info.Status != sandbox.StatusRunning {
-		return lost("not running", err)
+	// A backend whose sandboxes only its own process removes still holds
+	// this one if that process still runs: asking would cost a round trip
+	// to the plugin on every turn of a chat.
+	if !w.stable || w.heldBy != sbH.Generation || exited(sbH) {
+		info, err := sbClient.Get(ctx, w.ref.id)
+		if err != nil || info.Status != sandbox.StatusRunning {
+			return lost("not running", err)
+		}
 	}
 	if w.revision == "" || w.revision != ar.run.BaseRevisionID {
 		files, err := o.baseFiles(ctx, ar)
@@ -470,6 +477,17 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 	ar.ref, ar.warmKey, ar.warm = w.ref, key, w
 	ar.mu.Unlock()
 	return w.ref, w.startedAt, w.ref.id, true
+}
+
+// exited reports, without waiting, whether the plugin process h names has
+// exited (its manager may not have noticed yet).
+func exited(h pluginmgr.Handle) bool {
+	select {
+	case <-h.Exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // sandboxStopTimeout bounds releasing a finished run's sandbox.

@@ -129,6 +129,22 @@ func (h *host) waitHealthy(t testing.TB, name string) pluginmgr.Status {
 	return pluginmgr.Status{}
 }
 
+// waitRelaunched waits for a plugin that ran as process pid to be healthy
+// again as another process.
+func (h *host) waitRelaunched(t testing.TB, name string, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range h.mgr.Statuses() {
+			if s.Name == name && s.State == pluginmgr.StateHealthy && s.PID != 0 && s.PID != pid {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // polling the manager's view; it has no notification
+	}
+	t.Fatalf("plugin %s was not relaunched: %+v", name, h.mgr.Statuses())
+}
+
 func types(evs []core.Envelope) []core.EventType {
 	out := make([]core.EventType, len(evs))
 	for i, e := range evs {

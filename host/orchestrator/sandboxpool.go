@@ -32,6 +32,12 @@ type warmSandbox struct {
 	keptOut   []LeftOut
 	inUse     bool
 	idleSince time.Time
+	// heldBy is the sandbox plugin's launch (pluginmgr.Handle.Generation)
+	// that held it when it went back to the pool, stable when that backend
+	// promises its sandboxes outlive nothing but that process
+	// (plugin.CapabilityStableSandboxes).
+	heldBy uint64
+	stable bool
 }
 
 // sandboxPool holds warm sandboxes by scope key ("chat-<id>").

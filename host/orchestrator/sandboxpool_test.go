@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,15 +110,21 @@ func TestFailedRunSandboxIsNotKept(t *testing.T) {
 	assert.NotEqual(t, first.SandboxID, second.SandboxID)
 }
 
-// TestGoneSandboxIsReplacedAndSaid: a kept sandbox that disappeared is
-// replaced by a fresh one, and the run's history says so.
+// TestGoneSandboxIsReplacedAndSaid: a kept sandbox that did not survive
+// its sandbox plugin's death is replaced by a fresh one, and the run's
+// history says so. (While the process that held it runs, a backend with
+// stable sandboxes is trusted to still hold it: see
+// plugin.CapabilityStableSandboxes.)
 func TestGoneSandboxIsReplacedAndSaid(t *testing.T) {
 	h := poolHost(t, time.Hour)
 	first := h.chatRun(t, "c1", "r1", map[string]string{"a.txt": "one\n"}, warmUp)
 	require.Equal(t, core.RunCompleted, first.Status)
 	client, _, err := h.mgr.Sandbox("local")
 	require.NoError(t, err)
-	require.NoError(t, client.Stop(context.Background(), first.SandboxID), "someone stops it behind the host's back")
+	require.NoError(t, client.Stop(context.Background(), first.SandboxID), "its folder goes")
+	held := pidOf(t, h, "local")
+	require.NoError(t, syscall.Kill(held, syscall.SIGKILL), "and so does the process that held it")
+	h.waitRelaunched(t, "local", held)
 
 	second := h.chatRun(t, "c1", "r1", map[string]string{"a.txt": "one\n"}, "history")
 	require.Equal(t, core.RunCompleted, second.Status, second.ErrorMessage)

@@ -252,6 +252,8 @@ func (p *Provider) Info() plugin.Info {
 		Name: p.opts.Name, Kind: plugin.KindSandbox, Version: "0.1.0", APIVersion: plugin.APIVersion,
 		Description: "working copies in local folders; commands isolated by bubblewrap (network: " + p.opts.Network + ")",
 		Capabilities: map[string]string{
+			// Its sandboxes are folders only this process removes.
+			plugin.CapabilityStableSandboxes: "true",
 			plugin.CapabilityProvides:  strings.Join(features, ","),
 			plugin.CapabilityIsolation: plugin.IsolationNamespaces,
 		},

@@ -117,6 +117,8 @@ func (p *Provider) Info() plugin.Info {
 		// Commands run as host processes: they reach loopback servers and
 		// the network exactly as the host does.
 		Capabilities: map[string]string{
+			// Its sandboxes are folders only this process removes.
+			plugin.CapabilityStableSandboxes: "true",
 			plugin.CapabilityProvides: strings.Join(
 				[]string{plugin.FeatureExec, plugin.FeatureLoopback, plugin.FeatureNetwork, plugin.FeatureServices}, ","),
 			plugin.CapabilityIsolation: isolation(),

@@ -61,6 +61,14 @@ func MissingFeatures(requires, provides string) []string {
 	return missing
 }
 
+// CapabilityStableSandboxes, "true" on a sandbox backend, promises that a
+// sandbox it created or rediscovered lives until that same plugin process
+// stops it or exits: nothing outside the process removes one (a local
+// folder, say; not an allocation on a cluster that may lose it). The host
+// then reuses a chat's warm sandbox without asking the backend whether it
+// is still there, as long as the process that held it still runs.
+const CapabilityStableSandboxes = "stable_sandboxes"
+
 // CapabilityIsolation, on a sandbox backend, says how far its commands are
 // kept from the host: one of the Isolation values. The host shows it in
 // /readyz, `agenthost plugins check` and an app's capabilities, and logs a
