@@ -80,6 +80,7 @@ func (s *Store) CreateAppWithRevision(ctx context.Context, a App, first NewRevis
 	if err != nil {
 		return App{}, Revision{}, err
 	}
+	s.remember(pr)
 	got, err := s.GetApp(ctx, a.ID)
 	return got, pr.rev, err
 }

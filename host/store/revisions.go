@@ -89,7 +89,28 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 	if err != nil {
 		return Revision{}, WriteStats{}, err
 	}
+	s.remember(pr)
 	return pr.rev, stats, nil
+}
+
+// remember puts a committed revision's manifest in the manifest cache: the
+// next run of its app starts from it (its result is applied against it)
+// and need not read it back.
+func (s *Store) remember(pr preparedRevision) {
+	m := make([]ManifestEntry, len(pr.entries))
+	for i, e := range pr.entries {
+		e.Mode = storedMode(e.Mode)
+		m[i] = e
+	}
+	s.manifests.put(pr.rev.ID, m)
+}
+
+// storedMode is the mode a manifest entry is stored with (0: a plain file).
+func storedMode(m uint32) uint32 {
+	if m == 0 {
+		return 0o644
+	}
+	return m
 }
 
 // preparedRevision is a NewRevision checked and digested, ready to write.
@@ -133,18 +154,32 @@ func prepareRevision(nr NewRevision) (preparedRevision, error) {
 func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevision) (WriteStats, error) {
 	rev, files, nr := pr.rev, pr.entries, pr.nr
 	var stats WriteStats
-	shas := make([]string, len(pr.byDigest))
-	for i, e := range pr.byDigest {
-		shas[i] = e.SHA256
+	delta := s.parentDelta(rev.ParentID, files)
+	// Contents the parent's files name are stored (revision_files
+	// references blobs): only the others are checked.
+	shas := make([]string, 0, len(pr.byDigest))
+	for _, e := range pr.byDigest {
+		if !delta.stored[e.SHA256] {
+			shas = append(shas, e.SHA256)
+		}
 	}
 	if err := s.checkBlobs(ctx, tx, shas); err != nil {
 		return stats, fmt.Errorf("store revision: %w", err)
 	}
-	missing, err := s.missingBlobs(ctx, tx, pr.bySHA)
+	bySHA := pr.bySHA
+	if len(delta.stored) > 0 && len(bySHA) > 0 {
+		bySHA = make(map[string][]byte, len(pr.bySHA))
+		for sha, data := range pr.bySHA {
+			if !delta.stored[sha] {
+				bySHA[sha] = data
+			}
+		}
+	}
+	missing, err := s.missingBlobs(ctx, tx, bySHA)
 	if err != nil {
 		return stats, err
 	}
-	written, bytes, err := putBlobs(ctx, tx, missing, pr.bySHA)
+	written, bytes, err := putBlobs(ctx, tx, missing, bySHA)
 	if err != nil {
 		return stats, err
 	}
@@ -154,6 +189,23 @@ func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevis
 		rev.ID, rev.AppID, nullStr(rev.ParentID), nullStr(rev.MergeParentID), rev.Source, nullStr(rev.AuthorID),
 		nullStr(rev.RunID), rev.Message, rev.FileCount, rev.TotalSize, rev.Applied, rev.CreatedAt.UnixMilli()); err != nil {
 		return stats, translate(err)
+	}
+	if delta.ok {
+		// The parent's rows the revision keeps as they were are copied in
+		// the database; only what changed is sent.
+		q := `INSERT INTO revision_files (revision_id, path, blob_sha256, mode) SELECT ?, path, blob_sha256, mode
+ FROM revision_files WHERE revision_id = ?`
+		args := []any{rev.ID, rev.ParentID}
+		if len(delta.dropped) > 0 {
+			q += ` AND path NOT IN (?` + strings.Repeat(", ?", len(delta.dropped)-1) + `)`
+			for _, p := range delta.dropped {
+				args = append(args, p)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, tx.Rebind(q), args...); err != nil {
+			return stats, translate(err)
+		}
+		files = delta.changed
 	}
 	for start := 0; start < len(files); start += inChunk {
 		end := min(start+inChunk, len(files))
@@ -165,11 +217,7 @@ func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevis
 				q.WriteString(", ")
 			}
 			q.WriteString("(?, ?, ?, ?)")
-			mode := files[i].Mode
-			if mode == 0 {
-				mode = 0o644
-			}
-			args = append(args, rev.ID, files[i].Path, files[i].SHA256, mode)
+			args = append(args, rev.ID, files[i].Path, files[i].SHA256, storedMode(files[i].Mode))
 		}
 		if _, err := tx.ExecContext(ctx, tx.Rebind(q.String()), args...); err != nil {
 			return stats, translate(err)
@@ -192,6 +240,56 @@ func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevis
 		}
 	}
 	return stats, nil
+}
+
+// revisionDelta is a new revision's manifest against its parent's.
+type revisionDelta struct {
+	// ok: the parent's manifest was in memory and the delta is small
+	// enough to write as one: the parent's rows but dropped, plus changed.
+	ok bool
+	// stored are the digests the parent's files name, whose contents are
+	// therefore stored.
+	stored map[string]bool
+	// changed are the entries new or different from the parent's; dropped
+	// the parent's paths the revision does not keep as they were.
+	changed []ManifestEntry
+	dropped []string
+}
+
+// parentDelta compares files (sorted by path) with the parent revision's
+// manifest when that is in the manifest cache (the base of a run's result
+// is: applying the result read it); it reads nothing.
+func (s *Store) parentDelta(parentID string, files []ManifestEntry) revisionDelta {
+	if parentID == "" {
+		return revisionDelta{}
+	}
+	parent, ok := s.manifests.get(parentID)
+	if !ok {
+		return revisionDelta{}
+	}
+	d := revisionDelta{stored: make(map[string]bool, len(parent))}
+	old := make(map[string]ManifestEntry, len(parent))
+	for _, e := range parent {
+		d.stored[e.SHA256] = true
+		old[e.Path] = e
+	}
+	kept := make(map[string]bool, len(files))
+	for _, e := range files {
+		if p, ok := old[e.Path]; ok && p.SHA256 == e.SHA256 && p.Mode == storedMode(e.Mode) {
+			kept[e.Path] = true
+			continue
+		}
+		d.changed = append(d.changed, e)
+	}
+	for _, e := range parent {
+		if !kept[e.Path] {
+			d.dropped = append(d.dropped, e.Path)
+		}
+	}
+	// NOT IN takes at most a chunk's worth of paths; and a revision that
+	// changed most files is written row by row anyway.
+	d.ok = len(d.dropped) <= inChunk && len(d.changed) < len(files)
+	return d
 }
 
 // newManifest sorts and checks a new revision's files, digesting Files'
