@@ -140,7 +140,28 @@ func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandb
 	chunk := func(d []byte) *sandboxv1.SnapshotChunk {
 		return &sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_Data{Data: d}}
 	}
+	// Unchanged files go several to a message when the caller takes that:
+	// held here until a batch is full or another kind of message is due.
+	var batch []*sandboxv1.FileHeader
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		msg := &sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_Unchanged{Unchanged: &sandboxv1.UnchangedFiles{Files: batch}}}
+		batch = nil
+		return stream.Send(msg)
+	}
 	send := func(e SnapshotEntry) error {
+		if e.Unchanged && req.GetBatchUnchanged() && utf8.ValidString(e.Path) {
+			batch = append(batch, &sandboxv1.FileHeader{Path: e.Path, Mode: e.Mode, Size: e.Size, Unchanged: true, Sha256: e.SHA256})
+			if len(batch) == unchangedBatch {
+				return flush()
+			}
+			return nil
+		}
+		if err := flush(); err != nil {
+			return err
+		}
 		if e.LeftOut != "" {
 			// Proto strings must be UTF-8: a backend that forgot to quote
 			// a bad name must not break the whole stream.
@@ -164,6 +185,9 @@ func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandb
 		return rpcerr.ToStatus(s.impl.Snapshot(stream.Context(), req.GetSandboxId(), req.GetExclude(), send))
 	}
 	gen, err := ct.SnapshotSince(stream.Context(), req.GetSandboxId(), req.GetExclude(), req.GetSince(), send)
+	if err == nil {
+		err = flush()
+	}
 	if err != nil {
 		return rpcerr.ToStatus(err)
 	}
@@ -172,6 +196,10 @@ func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandb
 	}
 	return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_End{End: &sandboxv1.SnapshotEnd{Generation: gen}}})
 }
+
+// unchangedBatch is how many unchanged files one snapshot message carries
+// at most (about 100 bytes each).
+const unchangedBatch = 256
 
 // sendFiles streams a file set as header, chunks, header, chunks...
 func sendFiles[M any](files []File, send func(M) error, header func(*sandboxv1.FileHeader) M, chunk func([]byte) M) error {

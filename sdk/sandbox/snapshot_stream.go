@@ -88,7 +88,7 @@ func (c *Client) SnapshotFrom(ctx context.Context, id string, opts SnapshotOptio
 	// Stop the stream when fn gives up early, rather than draining it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.c.Snapshot(ctx, &sandboxv1.SnapshotRequest{SandboxId: id, Exclude: opts.Exclude, Since: opts.Since})
+	stream, err := c.c.Snapshot(ctx, &sandboxv1.SnapshotRequest{SandboxId: id, Exclude: opts.Exclude, Since: opts.Since, BatchUnchanged: true})
 	if err != nil {
 		return "", rpcerr.FromStatus(err)
 	}
@@ -105,14 +105,15 @@ func (c *Client) SnapshotFrom(ctx context.Context, id string, opts SnapshotOptio
 			}
 		}
 		switch m := msg.GetMsg().(type) {
+		case *sandboxv1.SnapshotChunk_Unchanged:
+			for _, h := range m.Unchanged.GetFiles() {
+				if err := passUnchanged(h, maxBytes, fn); err != nil {
+					return "", err
+				}
+			}
 		case *sandboxv1.SnapshotChunk_File:
 			if m.File.GetUnchanged() {
-				f := SnapshotFile{Path: m.File.GetPath(), Mode: m.File.GetMode(), Size: m.File.GetSize(), Unchanged: true, SHA256: m.File.GetSha256()}
-				if maxBytes > 0 && f.Size > maxBytes {
-					// Over the limit then as now: no digest to use.
-					f.Unchanged, f.SHA256, f.TooLarge = false, "", true
-				}
-				if err := fn(f); err != nil {
+				if err := passUnchanged(m.File, maxBytes, fn); err != nil {
 					return "", err
 				}
 				continue
@@ -150,6 +151,16 @@ func (c *Client) SnapshotFrom(ctx context.Context, id string, opts SnapshotOptio
 			generation = m.End.GetGeneration()
 		}
 	}
+}
+
+// passUnchanged passes a file the backend sent as unchanged to fn.
+func passUnchanged(h *sandboxv1.FileHeader, maxBytes int64, fn func(SnapshotFile) error) error {
+	f := SnapshotFile{Path: h.GetPath(), Mode: h.GetMode(), Size: h.GetSize(), Unchanged: true, SHA256: h.GetSha256()}
+	if maxBytes > 0 && f.Size > maxBytes {
+		// Over the limit then as now: no digest to use.
+		f.Unchanged, f.SHA256, f.TooLarge = false, "", true
+	}
+	return fn(f)
 }
 
 // fileReader reads one file's data messages off a snapshot stream, up to

@@ -598,9 +598,14 @@ type SnapshotRequest struct {
 	// caller holds. A backend that still knows it may mark files unchanged
 	// since then; one that does not (it restarted, or does not track) sends
 	// every file's data. Empty: send every file's data.
-	Since         string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Since string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// The caller takes files unchanged since `since` several to a message
+	// (SnapshotChunk.unchanged) rather than a header each: a warm sandbox of a
+	// big app passes hundreds of them on every snapshot. A backend built
+	// before this field sends headers, which callers take as well.
+	BatchUnchanged bool `protobuf:"varint,4,opt,name=batch_unchanged,json=batchUnchanged,proto3" json:"batch_unchanged,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SnapshotRequest) Reset() {
@@ -654,6 +659,13 @@ func (x *SnapshotRequest) GetSince() string {
 	return ""
 }
 
+func (x *SnapshotRequest) GetBatchUnchanged() bool {
+	if x != nil {
+		return x.BatchUnchanged
+	}
+	return false
+}
+
 type SnapshotChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -662,6 +674,7 @@ type SnapshotChunk struct {
 	//	*SnapshotChunk_Data
 	//	*SnapshotChunk_LeftOut
 	//	*SnapshotChunk_End
+	//	*SnapshotChunk_Unchanged
 	Msg           isSnapshotChunk_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -740,6 +753,15 @@ func (x *SnapshotChunk) GetEnd() *SnapshotEnd {
 	return nil
 }
 
+func (x *SnapshotChunk) GetUnchanged() *UnchangedFiles {
+	if x != nil {
+		if x, ok := x.Msg.(*SnapshotChunk_Unchanged); ok {
+			return x.Unchanged
+		}
+	}
+	return nil
+}
+
 type isSnapshotChunk_Msg interface {
 	isSnapshotChunk_Msg()
 }
@@ -760,6 +782,10 @@ type SnapshotChunk_End struct {
 	End *SnapshotEnd `protobuf:"bytes,4,opt,name=end,proto3,oneof"`
 }
 
+type SnapshotChunk_Unchanged struct {
+	Unchanged *UnchangedFiles `protobuf:"bytes,5,opt,name=unchanged,proto3,oneof"`
+}
+
 func (*SnapshotChunk_File) isSnapshotChunk_Msg() {}
 
 func (*SnapshotChunk_Data) isSnapshotChunk_Msg() {}
@@ -767,6 +793,55 @@ func (*SnapshotChunk_Data) isSnapshotChunk_Msg() {}
 func (*SnapshotChunk_LeftOut) isSnapshotChunk_Msg() {}
 
 func (*SnapshotChunk_End) isSnapshotChunk_Msg() {}
+
+func (*SnapshotChunk_Unchanged) isSnapshotChunk_Msg() {}
+
+// UnchangedFiles are consecutive files of a snapshot asked since a
+// generation with batch_unchanged, each as its own FileHeader with
+// unchanged set would pass it, in the snapshot's order.
+type UnchangedFiles struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         []*FileHeader          `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnchangedFiles) Reset() {
+	*x = UnchangedFiles{}
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnchangedFiles) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnchangedFiles) ProtoMessage() {}
+
+func (x *UnchangedFiles) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnchangedFiles.ProtoReflect.Descriptor instead.
+func (*UnchangedFiles) Descriptor() ([]byte, []int) {
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *UnchangedFiles) GetFiles() []*FileHeader {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
 
 // SnapshotEnd is the last message of a complete snapshot from a backend
 // that tracks changes. Older callers ignore it.
@@ -781,7 +856,7 @@ type SnapshotEnd struct {
 
 func (x *SnapshotEnd) Reset() {
 	*x = SnapshotEnd{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +868,7 @@ func (x *SnapshotEnd) String() string {
 func (*SnapshotEnd) ProtoMessage() {}
 
 func (x *SnapshotEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +881,7 @@ func (x *SnapshotEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotEnd.ProtoReflect.Descriptor instead.
 func (*SnapshotEnd) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SnapshotEnd) GetGeneration() string {
@@ -831,7 +906,7 @@ type LeftOut struct {
 
 func (x *LeftOut) Reset() {
 	*x = LeftOut{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +918,7 @@ func (x *LeftOut) String() string {
 func (*LeftOut) ProtoMessage() {}
 
 func (x *LeftOut) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +931,7 @@ func (x *LeftOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOut.ProtoReflect.Descriptor instead.
 func (*LeftOut) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LeftOut) GetPath() string {
@@ -919,18 +994,22 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04port\x18\x02 \x01(\rR\x04port\"6\n" +
 	"\bEndpoint\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x10\n" +
-	"\x03url\x18\x02 \x01(\tR\x03url\"`\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\"\x89\x01\n" +
 	"\x0fSnapshotRequest\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x18\n" +
 	"\aexclude\x18\x02 \x03(\tR\aexclude\x12\x14\n" +
-	"\x05since\x18\x03 \x01(\tR\x05since\"\xd7\x01\n" +
+	"\x05since\x18\x03 \x01(\tR\x05since\x12'\n" +
+	"\x0fbatch_unchanged\x18\x04 \x01(\bR\x0ebatchUnchanged\"\x9d\x02\n" +
 	"\rSnapshotChunk\x126\n" +
 	"\x04file\x18\x01 \x01(\v2 .agenthost.sandbox.v1.FileHeaderH\x00R\x04file\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04data\x12:\n" +
 	"\bleft_out\x18\x03 \x01(\v2\x1d.agenthost.sandbox.v1.LeftOutH\x00R\aleftOut\x125\n" +
-	"\x03end\x18\x04 \x01(\v2!.agenthost.sandbox.v1.SnapshotEndH\x00R\x03endB\x05\n" +
-	"\x03msg\"-\n" +
+	"\x03end\x18\x04 \x01(\v2!.agenthost.sandbox.v1.SnapshotEndH\x00R\x03end\x12D\n" +
+	"\tunchanged\x18\x05 \x01(\v2$.agenthost.sandbox.v1.UnchangedFilesH\x00R\tunchangedB\x05\n" +
+	"\x03msg\"H\n" +
+	"\x0eUnchangedFiles\x126\n" +
+	"\x05files\x18\x01 \x03(\v2 .agenthost.sandbox.v1.FileHeaderR\x05files\"-\n" +
 	"\vSnapshotEnd\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\tR\n" +
@@ -961,7 +1040,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 	return file_agenthost_sandbox_v1_sandbox_proto_rawDescData
 }
 
-var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*CreateHeader)(nil),               // 0: agenthost.sandbox.v1.CreateHeader
 	(*FileHeader)(nil),                 // 1: agenthost.sandbox.v1.FileHeader
@@ -974,44 +1053,47 @@ var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*Endpoint)(nil),                   // 8: agenthost.sandbox.v1.Endpoint
 	(*SnapshotRequest)(nil),            // 9: agenthost.sandbox.v1.SnapshotRequest
 	(*SnapshotChunk)(nil),              // 10: agenthost.sandbox.v1.SnapshotChunk
-	(*SnapshotEnd)(nil),                // 11: agenthost.sandbox.v1.SnapshotEnd
-	(*LeftOut)(nil),                    // 12: agenthost.sandbox.v1.LeftOut
-	nil,                                // 13: agenthost.sandbox.v1.CreateHeader.LabelsEntry
-	(*pluginv1.InfoRequest)(nil),       // 14: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 15: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 16: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 17: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 18: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 19: agenthost.plugin.v1.HealthResponse
+	(*UnchangedFiles)(nil),             // 11: agenthost.sandbox.v1.UnchangedFiles
+	(*SnapshotEnd)(nil),                // 12: agenthost.sandbox.v1.SnapshotEnd
+	(*LeftOut)(nil),                    // 13: agenthost.sandbox.v1.LeftOut
+	nil,                                // 14: agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	(*pluginv1.InfoRequest)(nil),       // 15: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 16: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 17: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 18: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 19: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 20: agenthost.plugin.v1.HealthResponse
 }
 var file_agenthost_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	13, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	14, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
 	0,  // 1: agenthost.sandbox.v1.CreateRequest.header:type_name -> agenthost.sandbox.v1.CreateHeader
 	1,  // 2: agenthost.sandbox.v1.CreateRequest.file:type_name -> agenthost.sandbox.v1.FileHeader
 	1,  // 3: agenthost.sandbox.v1.SnapshotChunk.file:type_name -> agenthost.sandbox.v1.FileHeader
-	12, // 4: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
-	11, // 5: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
-	14, // 6: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	15, // 7: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	16, // 8: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	2,  // 9: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
-	4,  // 10: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
-	5,  // 11: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
-	7,  // 12: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
-	9,  // 13: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
-	17, // 14: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	18, // 15: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	19, // 16: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	3,  // 17: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
-	3,  // 18: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
-	6,  // 19: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
-	8,  // 20: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
-	10, // 21: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
-	14, // [14:22] is the sub-list for method output_type
-	6,  // [6:14] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	13, // 4: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
+	12, // 5: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
+	11, // 6: agenthost.sandbox.v1.SnapshotChunk.unchanged:type_name -> agenthost.sandbox.v1.UnchangedFiles
+	1,  // 7: agenthost.sandbox.v1.UnchangedFiles.files:type_name -> agenthost.sandbox.v1.FileHeader
+	15, // 8: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	16, // 9: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	17, // 10: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	2,  // 11: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
+	4,  // 12: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
+	5,  // 13: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
+	7,  // 14: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
+	9,  // 15: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
+	18, // 16: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	19, // 17: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	20, // 18: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	3,  // 19: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
+	3,  // 20: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
+	6,  // 21: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
+	8,  // 22: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
+	10, // 23: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
+	16, // [16:24] is the sub-list for method output_type
+	8,  // [8:16] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_sandbox_v1_sandbox_proto_init() }
@@ -1029,6 +1111,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 		(*SnapshotChunk_Data)(nil),
 		(*SnapshotChunk_LeftOut)(nil),
 		(*SnapshotChunk_End)(nil),
+		(*SnapshotChunk_Unchanged)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1036,7 +1119,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_sandbox_v1_sandbox_proto_rawDesc), len(file_agenthost_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
