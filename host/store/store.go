@@ -141,7 +141,13 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	r.SetMaxOpenConns(8)
+	// Readers are kept open as long as the pool may hold them (the default
+	// keeps two): opening a SQLite connection costs more than most reads,
+	// and 20 concurrent chats reopened one for nearly every query. Idle
+	// ones close after a minute, giving back their page caches.
+	r.SetMaxOpenConns(sqliteReaders)
+	r.SetMaxIdleConns(sqliteReaders)
+	r.SetConnMaxIdleTime(time.Minute)
 	if err := w.PingContext(ctx); err != nil {
 		w.Close()
 		r.Close()
@@ -170,6 +176,9 @@ func oneTripQueries(databaseURL string) (string, error) {
 	}
 	return u.String(), nil
 }
+
+// sqliteReaders is how many read connections a SQLite store keeps.
+const sqliteReaders = 8
 
 // postgresIdleConns is how many idle PostgreSQL connections the pool keeps:
 // as many as it may open, since every connection opened past the idle ones
