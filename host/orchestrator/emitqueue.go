@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/agenthost/agenthost/core"
 )
@@ -111,6 +112,56 @@ func (o *Orchestrator) appendLocked(ctx context.Context, ar *activeRun, ev NewEv
 		_, err := o.events.Append(ctx, ar.run, ev)
 		return err
 	}
+	// Whatever comes next, a held tool.started goes first.
+	if err := o.releaseHeldLocked(ctx, ar, q); err != nil {
+		return err
+	}
+	if ev.Type == core.EventToolStarted {
+		o.holdToolStarted(ar, q, ev)
+		return nil
+	}
+	return o.enqueueLocked(ctx, ar, q, ev)
+}
+
+// toolStartedLinger is how long a tool.started may wait for its call's
+// closing event before it is queued alone.
+const toolStartedLinger = 20 * time.Millisecond
+
+// holdToolStarted holds a tool.started back, the caller holding ar.mu: a
+// quick call's closing event (or anything else the run emits first) then
+// queues it, right before itself, so that the two share the log's commit:
+// one commit per tool call instead of two. A call still running after
+// toolStartedLinger has its tool.started queued then, alone. Clients see
+// only committed events, so they see it no later than they would anyway
+// once the call ends, and a long call's start at most the linger late.
+func (o *Orchestrator) holdToolStarted(ar *activeRun, q EventQueue, ev NewEvent) {
+	held := &ev
+	ar.held = held
+	ar.heldTimer = time.AfterFunc(toolStartedLinger, func() {
+		ar.mu.Lock()
+		defer ar.mu.Unlock()
+		if ar.held == held {
+			if err := o.releaseHeldLocked(context.Background(), ar, q); err != nil {
+				o.log.Warn("queue tool.started", "run", ar.run.ID, "error", err)
+			}
+		}
+	})
+}
+
+// releaseHeldLocked queues the held tool.started, if any; the caller holds
+// ar.mu.
+func (o *Orchestrator) releaseHeldLocked(ctx context.Context, ar *activeRun, q EventQueue) error {
+	if ar.held == nil {
+		return nil
+	}
+	ev := *ar.held
+	ar.held = nil
+	ar.heldTimer.Stop()
+	return o.enqueueLocked(ctx, ar, q, ev)
+}
+
+// enqueueLocked queues ev for the log; the caller holds ar.mu.
+func (o *Orchestrator) enqueueLocked(ctx context.Context, ar *activeRun, q EventQueue, ev NewEvent) error {
 	if ev.Type.Terminal() || ev.Type == core.EventRunPaused {
 		earlier := ar.queued.flush()
 		if earlier != nil && !ev.Type.Terminal() {
@@ -174,6 +225,11 @@ func (o *Orchestrator) recordEnd(ctx context.Context, ar *activeRun, ev NewEvent
 		return
 	}
 	ar.finished = true
+	if q, ok := o.events.(EventQueue); ok {
+		if err := o.releaseHeldLocked(ctx, ar, q); err != nil {
+			o.log.Error("queue tool.started", "run", runID, "error", err)
+		}
+	}
 	// The terminal event is the run's last: the log's writer takes it after
 	// every event the run queued before, usually in the same transaction
 	// (one commit for the run's last events and its end). Should that

@@ -1,10 +1,15 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -42,4 +47,62 @@ func TestPendingEventsBackpressure(t *testing.T) {
 	}
 	require.ErrorIs(t, <-flushed, boom, "the first failure is the one reported")
 	assert.ErrorIs(t, p.failed(), boom)
+}
+
+// recordingQueue is an EventQueue that notes what is queued, in order, and
+// logs it at once.
+type recordingQueue struct {
+	mu     sync.Mutex
+	queued []core.EventType
+}
+
+func (q *recordingQueue) Append(_ context.Context, _ *core.Run, ev NewEvent) (core.Envelope, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.queued = append(q.queued, ev.Type)
+	return core.Envelope{Event: ev.Type}, nil
+}
+
+func (q *recordingQueue) Enqueue(ctx context.Context, r *core.Run, ev NewEvent, done func(core.Envelope, error)) error {
+	env, err := q.Append(ctx, r, ev)
+	done(env, err)
+	return nil
+}
+
+func (q *recordingQueue) types() []core.EventType {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.queued)
+}
+
+// TestToolStartedWaitsForItsCall: a tool.started is queued with the next
+// event the run emits (its call's closing event, for a quick call), right
+// before it, so the two share a commit; one whose call outlasts the linger
+// is queued alone; the run's end queues one still held.
+func TestToolStartedWaitsForItsCall(t *testing.T) {
+	q := &recordingQueue{}
+	o := &Orchestrator{events: q, log: hclog.NewNullLogger()}
+	ar := newActiveRun(&core.Run{ID: "run_1", AppID: "app_1"}, StartRequest{})
+	ctx := context.Background()
+	call := func(id string) map[string]any { return map[string]any{"tool_call_id": id, "tool": "t"} }
+
+	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, call("c1")))
+	assert.Empty(t, q.types(), "held")
+	require.NoError(t, o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted}, call("c1"), "c1"))
+	assert.Equal(t, []core.EventType{core.EventToolStarted, core.EventToolCompleted}, q.types(), "queued together, in order")
+
+	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, call("c2")))
+	require.Eventually(t, func() bool { return len(q.types()) == 3 }, 5*time.Second, time.Millisecond,
+		"a call that outlasts the linger has its start queued alone")
+	require.NoError(t, o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed}, call("c2"), "c2"))
+
+	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, call("c3")))
+	require.NoError(t, o.emit(ctx, ar, core.EventAssistantDelta, map[string]any{"text": "meanwhile"}))
+	assert.Equal(t, []core.EventType{core.EventToolStarted, core.EventToolCompleted, core.EventToolStarted, core.EventToolFailed,
+		core.EventToolStarted, core.EventAssistantDelta}, q.types(), "anything the run emits next goes after it")
+
+	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, call("c4")))
+	require.NoError(t, o.emit(ctx, ar, core.EventRunFailed, map[string]any{"status": "failed"}))
+	got := q.types()
+	assert.Equal(t, []core.EventType{core.EventToolStarted, core.EventRunFailed}, got[len(got)-2:], "the end queues it first")
 }

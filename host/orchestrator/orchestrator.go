@@ -353,7 +353,11 @@ type activeRun struct {
 	// called), with those over the limits kept out.
 	filesReady bool
 	// queued are the run's events on their way to the log.
-	queued   *pendingEvents
+	queued *pendingEvents
+	// held is a tool.started not yet queued (see holdToolStarted), and
+	// heldTimer the timer that queues it if the call runs long.
+	held      *NewEvent
+	heldTimer *time.Timer
 	streamed bool
 	output   []byte
 	// timings are the run's timing_metrics_ms; engineCalled is when the
