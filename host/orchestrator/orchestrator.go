@@ -358,8 +358,8 @@ type activeRun struct {
 	// heldTimer the timer that queues it if the call runs long.
 	held      *NewEvent
 	heldTimer *time.Timer
-	streamed bool
-	output   []byte
+	streamed  bool
+	output    []byte
 	// timings are the run's timing_metrics_ms; engineCalled is when the
 	// engine's Run was called (engine_start runs until its first answer).
 	timings map[string]int64

@@ -254,8 +254,8 @@ func (p *Provider) Info() plugin.Info {
 		Capabilities: map[string]string{
 			// Its sandboxes are folders only this process removes.
 			plugin.CapabilityStableSandboxes: "true",
-			plugin.CapabilityProvides:  strings.Join(features, ","),
-			plugin.CapabilityIsolation: plugin.IsolationNamespaces,
+			plugin.CapabilityProvides:        strings.Join(features, ","),
+			plugin.CapabilityIsolation:       plugin.IsolationNamespaces,
 		},
 	}
 }
