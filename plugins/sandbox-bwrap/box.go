@@ -70,8 +70,11 @@ func (p *Provider) newBox(cfg Config, info sandbox.Info) (*box, error) {
 		CPUSeconds:  uint64(cfg.ExecCPUS),
 	}, b.groups)
 	// Snapshot stamps go beside the working copy, on its filesystem.
+	// A command's processes all live in its pid namespace, whose init is
+	// in the command's group: once no group runs, nothing of it does, and
+	// snapshots may skip the walk (dirfs.Quiet).
 	fsys, err := dirfs.New(filepath.Join(b.dir, workspaceDir), p.sandboxed(cfg, b.dir, exec), dirfs.MaxFileBytes(cfg.MaxFileBytes),
-		dirfs.StampDir(b.dir))
+		dirfs.StampDir(b.dir), dirfs.Quiet(func() bool { return b.groups.Running() == 0 }))
 	if err != nil {
 		return nil, err
 	}

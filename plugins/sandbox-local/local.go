@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -295,6 +296,29 @@ func (p *Provider) config() Config {
 	return p.cfg
 }
 
+// noLeftovers says whether no process a command of the sandbox started can
+// still run, for snapshots that skip the walk (dirfs.Quiet). Only a uid of
+// the sandbox's own finds every such process (one that left its group,
+// say); at the plugin's own uid it never vouches. The /proc scan is
+// skipped while no command has started since one found nothing.
+func noLeftovers(owner owned.Owner, uid int, groups *dirfs.Groups) func() bool {
+	var clean atomic.Uint64 // groups.Started()+1 when a scan last found none
+	return func() bool {
+		if !owner.Active() || groups.Running() > 0 {
+			return false
+		}
+		n := groups.Started() + 1
+		if clean.Load() == n {
+			return true
+		}
+		if owned.AnyUID(func(u int) bool { return u == uid }) {
+			return false
+		}
+		clean.Store(n)
+		return true
+	}
+}
+
 // newBox serves the sandbox folder of m, its commands running as uid (0:
 // the plugin's own user).
 func newBox(cfg Config, m meta, uid int) (*box, error) {
@@ -316,7 +340,8 @@ func newBox(cfg Config, m meta, uid int) (*box, error) {
 	services := dirfs.NewServices(wsRoot, filepath.Join(dir, servicesDir), nil,
 		dirfs.ServicesRunAs(owner.Credential()), dirfs.ServicesRecord(filepath.Join(dir, execsDir)))
 	// Snapshot stamps go beside the working copy, on its filesystem.
-	fsys, err := dirfs.New(wsRoot, exec, dirfs.MaxFileBytes(cfg.MaxFileBytes), dirfs.WithServices(services), dirfs.StampDir(dir))
+	fsys, err := dirfs.New(wsRoot, exec, dirfs.MaxFileBytes(cfg.MaxFileBytes), dirfs.WithServices(services), dirfs.StampDir(dir),
+		dirfs.Quiet(noLeftovers(owner, uid, groups)))
 	if err != nil {
 		return nil, err
 	}

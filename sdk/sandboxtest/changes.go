@@ -151,3 +151,49 @@ func (k *kit) testSnapshotSince(t *testing.T) {
 	assert.Empty(t, unknown.unchanged, "an unknown generation gets every file's content")
 	assert.NotEmpty(t, unknown.gen)
 }
+
+// testSnapshotSeesBackgroundWrites: a process a command left running writes
+// after the command returned and after a snapshot was taken; once it has
+// written (and exited), a snapshot since that one sends what it wrote,
+// however little the backend saw happen since (no command, one file of
+// its own written).
+func (k *kit) testSnapshotSeesBackgroundWrites(t *testing.T) {
+	if !k.opts.TracksChanges {
+		t.Skip("the backend does not track changes")
+	}
+	ctx := context.Background()
+	id := newID(t)
+	info, err := k.c.Create(ctx, sandbox.CreateSpec{ID: id, Files: []sandbox.File{{Path: "a.txt", Data: []byte("alpha\n")}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = k.c.Stop(context.Background(), id) })
+	ws := k.c.Workspace(id)
+	gen := k.settle(t, id, k.snapSince(t, id, info.SnapshotGeneration).gen)
+	res, err := ws.Exec(ctx, workspace.ExecRequest{Argv: []string{"sh", "-c",
+		"(sleep 0.5; echo up > up; while [ ! -f go ]; do sleep 0.05; done; echo late > late.txt; echo done > done) >/dev/null 2>&1 &"}})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
+	stat := func(p string) func() bool {
+		return func() bool { _, err := ws.Stat(ctx, p); return err == nil }
+	}
+	if !within(3*time.Second, stat("up")) {
+		t.Skip("background processes do not outlive their command on this backend")
+	}
+	before := k.snapSince(t, id, gen)
+	before.holds(t, map[string]string{"a.txt": "alpha\n", "up": "up\n"}, "taken while the background process waits")
+	_, err = ws.WriteFile(ctx, "go", nil, 0)
+	require.NoError(t, err)
+	require.Eventually(t, stat("done"), promptly, 20*time.Millisecond, "the background process never finished")
+	after := k.snapSince(t, id, before.gen)
+	after.holds(t, map[string]string{"a.txt": "alpha\n", "up": "up\n", "go": "", "late.txt": "late\n", "done": "done\n"}, "taken after it wrote")
+}
+
+// within polls cond until it holds or d has passed, and says which.
+func within(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		if cond() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond) // polling the sandbox: it has nothing to wait on
+	}
+	return cond()
+}

@@ -61,6 +61,7 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts Option
 	t.Run("host file limit", k.testHostFileLimit)
 	t.Run("snapshot stream", k.testSnapshotStream)
 	t.Run("snapshot since a generation", k.testSnapshotSince)
+	t.Run("snapshot sees what a background process wrote", k.testSnapshotSeesBackgroundWrites)
 	t.Run("stop", k.testStop)
 	t.Run("expose port", k.testExposePort)
 	t.Run("services", k.testServices)

@@ -37,6 +37,16 @@ import (
 type changeRecord struct {
 	gen   string
 	files map[string]recordEntry
+	// leftOut are the paths the snapshot passed as LeftOut, and mark the
+	// FS's write log number when it began (see quiet.go); a record that
+	// did not come from a snapshot (RecordFiles) has neither, and is
+	// never snapshotted from without a walk.
+	leftOut  []sandbox.SnapshotEntry
+	mark     uint64
+	complete bool
+	// settled: when the snapshot began, no command was in flight and the
+	// backend vouched that none had left a process behind (Quiet).
+	settled bool
 }
 
 // recordEntry is one file as the host holds it.
@@ -114,23 +124,51 @@ func (e recordEntry) matches(fi fs.FileInfo) bool {
 // since returns the recorded files of generation gen, nil when that is not
 // the latest generation.
 func (c *changes) since(gen string) map[string]recordEntry {
+	if r := c.record(gen); r != nil {
+		return r.files
+	}
+	return nil
+}
+
+// record returns generation gen's record, nil when that is not the latest
+// generation.
+func (c *changes) record(gen string) *changeRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen == "" || c.last == nil || c.last.gen != gen {
 		return nil
 	}
-	return c.last.files
+	return c.last
+}
+
+// commitRecord makes r, the file set a complete snapshot passed (whole:
+// every file it passed is recorded, in files or by a mark of the write log
+// after mark), the latest record, and returns its generation; the write
+// log forgets the marks the record holds.
+func (c *changes) commitRecord(r *changeRecord, mark uint64, w *writeLog) string {
+	r.mark, r.complete = mark, true
+	gen := c.commitWith(r)
+	if gen != "" {
+		w.forget(mark)
+	}
+	return gen
 }
 
 // commit makes files the latest record and returns its generation.
 func (c *changes) commit(files map[string]recordEntry) string {
-	if len(files) > maxHashCacheEntries {
+	return c.commitWith(&changeRecord{files: files})
+}
+
+// commitWith makes r the latest record under a new generation, which it
+// returns ("" and no record when it is too big to keep).
+func (c *changes) commitWith(r *changeRecord) string {
+	if len(r.files) > maxHashCacheEntries {
 		c.mu.Lock()
 		c.last = nil
 		c.mu.Unlock()
 		return ""
 	}
-	r := &changeRecord{gen: "g" + rand.Text(), files: files}
+	r.gen = "g" + rand.Text()
 	c.mu.Lock()
 	c.last = r
 	c.mu.Unlock()
@@ -147,9 +185,30 @@ func (f *FS) FilesSince(ctx context.Context, since string, exclude func(rel stri
 	// The stamp comes before any stat of the walk (ReadDir in a Root
 	// stats each entry as it lists it).
 	stamp := f.changes.stamp()
-	prev := f.changes.since(since)
-	next := map[string]recordEntry{}
-	err := f.walkFiles(ctx, exclude, emit, func(rel string, d fs.DirEntry) (sandbox.SnapshotEntry, bool) {
+	// Marks after this number are changes the snapshot may not see.
+	began := f.writes.now()
+	rec := f.changes.record(since)
+	if rec != nil && rec.complete && rec.settled {
+		if changed, ok := f.writes.changedSince(rec.mark); ok {
+			return f.filesQuiet(ctx, rec, changed, began, stamp, exclude, emit)
+		}
+	}
+	// Asked after began: a command that starts from here on is loud
+	// after the record's mark.
+	settled := f.quiet != nil && f.writes.calm() && f.quiet()
+	var prev map[string]recordEntry
+	if rec != nil {
+		prev = rec.files
+	}
+	next := &changeRecord{files: map[string]recordEntry{}, settled: settled}
+	var unrecorded []string
+	passed := func(e sandbox.SnapshotEntry) error {
+		if e.LeftOut != "" {
+			next.leftOut = append(next.leftOut, e)
+		}
+		return emit(e)
+	}
+	err := f.walkFiles(ctx, exclude, passed, func(rel string, d fs.DirEntry) (sandbox.SnapshotEntry, bool) {
 		e, ok := prev[rel]
 		if !ok {
 			return sandbox.SnapshotEntry{}, false
@@ -158,23 +217,29 @@ func (f *FS) FilesSince(ctx context.Context, since string, exclude func(rel stri
 		if err != nil || !e.matches(fi) {
 			return sandbox.SnapshotEntry{}, false
 		}
-		next[rel] = e
+		next.files[rel] = e
 		return sandbox.SnapshotEntry{File: sandbox.File{Path: rel, Mode: uint32(fi.Mode().Perm())}, Size: fi.Size(), Unchanged: true, SHA256: e.sha}, true
 	}, func(rel string, fi fs.FileInfo, data []byte) {
 		// A file that changed size while read is not recorded: what was
 		// sent is not what fi describes.
-		if int64(len(data)) != fi.Size() {
-			return
+		if int64(len(data)) == fi.Size() {
+			sum := sha256.Sum256(data)
+			if e, ok := entryOf(fi, hex.EncodeToString(sum[:]), stamp); ok {
+				next.files[rel] = e
+				return
+			}
 		}
-		sum := sha256.Sum256(data)
-		if e, ok := entryOf(fi, hex.EncodeToString(sum[:]), stamp); ok {
-			next[rel] = e
-		}
+		unrecorded = append(unrecorded, rel)
 	})
 	if err != nil {
 		return "", err
 	}
-	return f.changes.commit(next), nil
+	// A file passed but not recorded stays changed for the next snapshot
+	// (one without a walk would otherwise take it as deleted).
+	for _, p := range unrecorded {
+		f.writes.touch(p)
+	}
+	return f.changes.commitRecord(next, began, &f.writes), nil
 }
 
 // RecordFiles records the files a backend has just written into the

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,12 @@ type FS struct {
 	hashes   hashCache
 	changes  changes
 	services *Services
+	// writes follows what the FS itself changed, and quiet (Quiet) says
+	// whether the backend's processes are all gone: see quiet.go.
+	writes writeLog
+	quiet  func() bool
+	// quietSnapshots counts the snapshots taken without a walk.
+	quietSnapshots atomic.Int64
 }
 
 // Option adjusts an FS.
@@ -87,6 +94,7 @@ func (f *FS) StartService(ctx context.Context, spec workspace.ServiceSpec) (work
 	if err != nil {
 		return workspace.ServiceInfo{}, err
 	}
+	f.writes.serviceStarted()
 	return s.StartService(ctx, spec)
 }
 
@@ -357,6 +365,10 @@ func (f *FS) WriteFile(_ context.Context, p string, data []byte, mode uint32) (w
 		}
 		return workspace.FileInfo{}, mapErr(p, err)
 	}
+	// Marked before and after the write: a snapshot that began before
+	// either reads the file again next time, whatever it saw.
+	f.writes.touch(rel)
+	defer f.writes.touch(rel)
 	tmp := path.Join(dir, ".agenthost-tmp-"+rand.Text()[:16])
 	file, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -429,6 +441,8 @@ func (f *FS) Remove(_ context.Context, p string, recursive bool) error {
 	if _, err := r.Lstat(rel); err != nil {
 		return mapErr(p, err)
 	}
+	f.writes.touch(rel) // before and after, as WriteFile
+	defer f.writes.touch(rel)
 	if recursive {
 		return mapErr(p, r.RemoveAll(rel))
 	}
@@ -474,6 +488,12 @@ func (f *FS) Rename(_ context.Context, from, to string) error {
 	if _, err := r.Lstat(dst); err == nil {
 		return plugin.Errorf(plugin.CodeAlreadyExists, to, "%q already exists", to)
 	}
+	f.writes.touch(src) // before and after, as WriteFile
+	f.writes.touch(dst)
+	defer func() {
+		f.writes.touch(src)
+		f.writes.touch(dst)
+	}()
 	if err := r.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			err = syscall.ENOTDIR
@@ -528,5 +548,7 @@ func (f *FS) Exec(ctx context.Context, req workspace.ExecRequest) (workspace.Exe
 	} else if !fi.IsDir() {
 		return workspace.ExecResult{}, plugin.Errorf(plugin.CodeInvalidArgument, "dir", "%q is not a folder", req.Dir)
 	}
+	f.writes.execStart()
+	defer f.writes.execEnd()
 	return f.exec(ctx, f.root, dir, req)
 }

@@ -22,10 +22,12 @@ type Groups struct {
 	mu sync.Mutex
 	// pgid → start time of the group leader (procStart; 0 when unknown,
 	// as always off Linux), to tell our group from a reused pid number.
-	pgids  map[int]uint64
-	closed bool
-	drains sync.WaitGroup
-	pipes  map[*drain]struct{}
+	pgids map[int]uint64
+	// started counts the groups ever added (Started).
+	started uint64
+	closed  bool
+	drains  sync.WaitGroup
+	pipes   map[*drain]struct{}
 }
 
 // drain is output still being read (and dropped) after its command
@@ -52,6 +54,7 @@ func (g *Groups) add(pgid int) bool {
 		}
 	}
 	g.pgids[pgid] = start
+	g.started++
 	if g.RecordDir != "" {
 		// Best effort: a record that cannot be written costs only the
 		// clean-up after a crash, which must not fail the command.
@@ -92,6 +95,14 @@ func (g *Groups) adopt(done <-chan struct{}, pipes ...io.Closer) {
 		delete(g.pipes, d)
 		g.mu.Unlock()
 	}()
+}
+
+// Started counts the groups ever tracked: while it stays the same, no
+// command started a process.
+func (g *Groups) Started() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started
 }
 
 // Running reports how many tracked groups may still have processes.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
@@ -141,10 +143,38 @@ func (f *FS) walkFiles(ctx context.Context, exclude func(rel string) bool, emit 
 		return err
 	}
 	defer r.Close()
+	return walk(ctx, r, "", walkOptions{}, f.fileVisitor(r, exclude, emit, unchanged, read))
+}
+
+// walkFilesAt is walkFiles over one path of the workspace only: a folder's
+// files, or a file itself (nothing when it is gone). The caller checks
+// that exclude keeps root and the folders above it.
+func (f *FS) walkFilesAt(ctx context.Context, r *os.Root, root string, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error,
+	unchanged func(rel string, d fs.DirEntry) (sandbox.SnapshotEntry, bool), read func(rel string, fi fs.FileInfo, data []byte)) error {
+	fi, err := r.Lstat(root)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return mapErr(root, err)
+	}
+	visit := f.fileVisitor(r, exclude, emit, unchanged, read)
+	if fi.IsDir() {
+		return walk(ctx, r, root, walkOptions{}, visit)
+	}
+	_, err = visit(entry{rel: root, d: fs.FileInfoToDirEntry(fi)})
+	return err
+}
+
+// fileVisitor is the visit of walkFiles: folders are descended, what a
+// revision cannot hold is passed as LeftOut, regular files are passed with
+// their content (or as unchanged said).
+func (f *FS) fileVisitor(r *os.Root, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error,
+	unchanged func(rel string, d fs.DirEntry) (sandbox.SnapshotEntry, bool), read func(rel string, fi fs.FileInfo, data []byte)) func(e entry) (bool, error) {
 	leftOut := func(p, why string) error {
 		return emit(sandbox.SnapshotEntry{File: sandbox.File{Path: p}, LeftOut: why})
 	}
-	return walk(ctx, r, "", walkOptions{}, func(e entry) (bool, error) {
+	return func(e entry) (bool, error) {
 		rel, d := e.rel, e.d
 		if exclude != nil && exclude(rel) {
 			return false, nil
@@ -187,5 +217,5 @@ func (f *FS) walkFiles(ctx context.Context, exclude func(rel string) bool, emit 
 			read(rel, fi, data)
 		}
 		return false, emit(sandbox.SnapshotEntry{File: sandbox.File{Path: rel, Mode: uint32(fi.Mode().Perm()), Data: data}, Size: int64(len(data))})
-	})
+	}
 }

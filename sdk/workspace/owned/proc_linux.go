@@ -92,3 +92,24 @@ func procUIDs(pid int) (uids []int, zombie, ok bool) {
 	}
 	return nil, false, false
 }
+
+// AnyUID reports whether a live process (not a zombie) has a uid match
+// accepts, through /proc: a sandbox's own uid finds its processes whatever
+// group or session they moved to.
+func AnyUID(match func(uid int) bool) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: assume one
+	}
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if uids, zombie, ok := procUIDs(pid); ok && !zombie && anyMatch(uids, match) {
+			return true
+		}
+	}
+	return false
+}

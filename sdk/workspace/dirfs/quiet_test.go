@@ -1,0 +1,141 @@
+package dirfs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/agenthost/agenthost/sdk/workspace"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// shot is what a snapshot says of the workspace: each file's digest and
+// mode, the paths left out, and the order they came in.
+type shot struct {
+	files   map[string]string // path → sha256 and mode
+	leftOut map[string]string
+	order   []string
+}
+
+func takeShot(t *testing.T, walk func(emit func(sandbox.SnapshotEntry) error) error) shot {
+	t.Helper()
+	s := shot{files: map[string]string{}, leftOut: map[string]string{}}
+	require.NoError(t, walk(func(e sandbox.SnapshotEntry) error {
+		s.order = append(s.order, e.Path)
+		switch {
+		case e.LeftOut != "":
+			s.leftOut[e.Path] = e.LeftOut
+		case e.Unchanged:
+			s.files[e.Path] = fmt.Sprintf("%s %o", e.SHA256, e.Mode)
+		default:
+			sum := sha256.Sum256(e.Data)
+			s.files[e.Path] = fmt.Sprintf("%s %o", hex.EncodeToString(sum[:]), e.Mode)
+		}
+		return nil
+	}))
+	return s
+}
+
+// TestQuietSnapshotsMatchAWalk: whatever happens to a workspace between
+// two snapshots (writes, removals and renames through the FS, files and
+// symlinks a command makes behind its back, writes in the same clock tick
+// as a snapshot, a process that lingered at the last snapshot writing
+// after it), a snapshot since the last one passes exactly what a whole walk
+// finds, in the same order; and it skips the walk whenever only the FS's
+// own writes happened since a snapshot taken with nothing lingering.
+func TestQuietSnapshotsMatchAWalk(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	require.NoError(t, os.Mkdir(ws, 0o755))
+	// The "command": writes a file, or makes a symlink, straight on disk;
+	// "linger" leaves a process behind that the backend reports (see
+	// Quiet) until the test says it ended.
+	var lingering atomic.Bool
+	exec := func(_ context.Context, root, _ string, req workspace.ExecRequest) (workspace.ExecResult, error) {
+		p := filepath.Join(root, filepath.FromSlash(req.Argv[1]))
+		_ = os.MkdirAll(filepath.Dir(p), 0o755)
+		switch req.Argv[0] {
+		case "symlink":
+			_ = os.Remove(p)
+			return workspace.ExecResult{}, os.Symlink("/etc/passwd", p)
+		case "linger":
+			lingering.Store(true)
+		}
+		return workspace.ExecResult{}, os.WriteFile(p, []byte(req.Argv[2]), 0o644)
+	}
+	f, err := New(ws, exec, StampDir(base), Quiet(func() bool { return !lingering.Load() }))
+	require.NoError(t, err)
+	ctx := context.Background()
+	exclude := func(rel string) bool { return rel == "node_modules" }
+
+	rng := rand.New(rand.NewPCG(7, 11))
+	names := []string{"a", "a.txt", "a-b", "src", "src/x.ts", "src/y.ts", "src/deep/z.ts", "node_modules/dep.js", "b/c/d.txt", "b.txt"}
+	pick := func() string { return names[rng.IntN(len(names))] }
+	var gen string
+	quietWanted := 0
+	settled := false // the last snapshot's record was made with nothing lingering
+	lateWrite := false
+	for step := 0; step < 300; step++ {
+		onlyAPI := true
+		if lateWrite {
+			// The process that lingered at the last snapshot writes after
+			// it, then ends: the backend now says nothing lingers.
+			p := filepath.Join(ws, "src/late.ts")
+			_ = os.MkdirAll(filepath.Dir(p), 0o755)
+			_ = os.WriteFile(p, []byte(fmt.Sprintf("late%d", step)), 0o644)
+			lateWrite = false
+		}
+		for range 1 + rng.IntN(3) {
+			switch op := rng.IntN(10); {
+			case op < 4:
+				_, _ = f.WriteFile(ctx, pick(), []byte(fmt.Sprintf("v%d-%d", step, rng.IntN(3))), []uint32{0o644, 0o755}[rng.IntN(2)])
+			case op < 5:
+				_ = f.Remove(ctx, pick(), rng.IntN(2) == 0)
+			case op < 6:
+				_ = f.Rename(ctx, pick(), pick())
+			case op < 7:
+				onlyAPI = false
+				_, _ = f.Exec(ctx, workspace.ExecRequest{Argv: []string{"write", pick(), fmt.Sprintf("cmd%d", step)}})
+			case op < 8:
+				onlyAPI = false
+				_, _ = f.Exec(ctx, workspace.ExecRequest{Argv: []string{"symlink", pick()}})
+			case op < 9:
+				// A command leaves a process behind, which writes again
+				// after the snapshot.
+				onlyAPI = false
+				lateWrite = true
+				_, _ = f.Exec(ctx, workspace.ExecRequest{Argv: []string{"linger", "b/c/d.txt", fmt.Sprintf("bg%d", step)}})
+			}
+		}
+		before := f.quietSnapshots.Load()
+		got := takeShot(t, func(emit func(sandbox.SnapshotEntry) error) error {
+			g, err := f.FilesSince(ctx, gen, exclude, emit)
+			gen = g
+			return err
+		})
+		want := takeShot(t, func(emit func(sandbox.SnapshotEntry) error) error { return f.Files(ctx, exclude, emit) })
+		require.Equal(t, want.files, got.files, "step %d", step)
+		require.Equal(t, want.leftOut, got.leftOut, "step %d", step)
+		require.Equal(t, want.order, got.order, "step %d: the walk's order", step)
+		require.True(t, slices.IsSorted(got.order), "step %d", step)
+		switch {
+		case onlyAPI && settled:
+			assert.Equal(t, before+1, f.quietSnapshots.Load(), "step %d: only the FS wrote: no walk", step)
+			quietWanted++
+		case !settled:
+			assert.Equal(t, before, f.quietSnapshots.Load(), "step %d: the last record was made while a process lingered: a walk", step)
+		}
+		settled = !lingering.Load()
+		lingering.Store(false)
+	}
+	assert.Greater(t, quietWanted, 30, "the quiet path was exercised")
+}
