@@ -101,16 +101,8 @@ func (s *Store) Authenticate(ctx context.Context, secret string) (Principal, err
 // ListApps returns a tenant's apps newest first, older than the cursor app
 // (empty: from the newest).
 func (s *Store) ListApps(ctx context.Context, tenantID, before string, limit int) ([]App, error) {
-	var rows []struct {
-		ID        string         `db:"id"`
-		TenantID  string         `db:"tenant_id"`
-		Name      string         `db:"name"`
-		Draft     sql.NullString `db:"draft_revision_id"`
-		Agent     sql.NullString `db:"selected_agent_id"`
-		CreatedAt int64          `db:"created_at"`
-		UpdatedAt int64          `db:"updated_at"`
-	}
-	q := `SELECT id, tenant_id, name, draft_revision_id, selected_agent_id, created_at, updated_at FROM apps WHERE tenant_id = ?`
+	var rows []appRow
+	q := `SELECT ` + appColumns + ` FROM apps WHERE tenant_id = ?`
 	args := []any{tenantID}
 	if before != "" {
 		q += ` AND (created_at, id) < (SELECT created_at, id FROM apps WHERE id = ?)`
@@ -123,8 +115,7 @@ func (s *Store) ListApps(ctx context.Context, tenantID, before string, limit int
 	}
 	out := make([]App, len(rows))
 	for i, r := range rows {
-		out[i] = App{ID: r.ID, TenantID: r.TenantID, Name: r.Name, DraftRevisionID: r.Draft.String, SelectedAgentID: r.Agent.String,
-			CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt)}
+		out[i] = r.toApp()
 	}
 	return out, nil
 }

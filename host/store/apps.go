@@ -37,26 +37,36 @@ func (s *Store) CreateApp(ctx context.Context, a App) error {
 	return translate(err)
 }
 
+// appRow is an apps row as read (appColumns).
+type appRow struct {
+	ID        string         `db:"id"`
+	TenantID  string         `db:"tenant_id"`
+	Name      string         `db:"name"`
+	Draft     sql.NullString `db:"draft_revision_id"`
+	Agent     sql.NullString `db:"selected_agent_id"`
+	CreatedAt int64          `db:"created_at"`
+	UpdatedAt int64          `db:"updated_at"`
+}
+
+// appColumns are the apps columns an appRow holds.
+const appColumns = `id, tenant_id, name, draft_revision_id, selected_agent_id, created_at, updated_at`
+
+func (r appRow) toApp() App {
+	return App{ID: r.ID, TenantID: r.TenantID, Name: r.Name, DraftRevisionID: r.Draft.String, SelectedAgentID: r.Agent.String,
+		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt)}
+}
+
 // GetApp reads an app.
 func (s *Store) GetApp(ctx context.Context, id string) (App, error) {
-	var row struct {
-		ID        string         `db:"id"`
-		TenantID  string         `db:"tenant_id"`
-		Name      string         `db:"name"`
-		Draft     sql.NullString `db:"draft_revision_id"`
-		Agent     sql.NullString `db:"selected_agent_id"`
-		CreatedAt int64          `db:"created_at"`
-		UpdatedAt int64          `db:"updated_at"`
-	}
-	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT id, tenant_id, name, draft_revision_id, selected_agent_id, created_at, updated_at FROM apps WHERE id = ?`), id)
+	var row appRow
+	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT `+appColumns+` FROM apps WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return App{}, notFound("app", id)
 	}
 	if err != nil {
 		return App{}, translate(err)
 	}
-	return App{ID: row.ID, TenantID: row.TenantID, Name: row.Name, DraftRevisionID: row.Draft.String, SelectedAgentID: row.Agent.String,
-		CreatedAt: fromMS(row.CreatedAt), UpdatedAt: fromMS(row.UpdatedAt)}, nil
+	return row.toApp(), nil
 }
 
 // CreateAppWithRevision records an app and its first revision, which becomes

@@ -157,13 +157,7 @@ func (s *Store) AppForRun(ctx context.Context, appID, tenantID, engine string) (
 		return s.appForRunApart(ctx, appID, tenantID, engine)
 	}
 	var rows []struct {
-		ID          string         `db:"id"`
-		TenantID    string         `db:"tenant_id"`
-		Name        string         `db:"name"`
-		Draft       sql.NullString `db:"draft_revision_id"`
-		Agent       sql.NullString `db:"selected_agent_id"`
-		CreatedAt   int64          `db:"created_at"`
-		UpdatedAt   int64          `db:"updated_at"`
+		appRow
 		MID         sql.NullString `db:"m_id"`
 		MTenantID   sql.NullString `db:"m_tenant_id"`
 		MName       sql.NullString `db:"m_name"`
@@ -196,8 +190,7 @@ func (s *Store) AppForRun(ctx context.Context, appID, tenantID, engine string) (
 		return App{}, Model{}, "", notFound("app", appID)
 	}
 	r := rows[0]
-	app := App{ID: r.ID, TenantID: r.TenantID, Name: r.Name, DraftRevisionID: r.Draft.String, SelectedAgentID: r.Agent.String,
-		CreatedAt: fromMS(r.CreatedAt), UpdatedAt: fromMS(r.UpdatedAt)}
+	app := r.toApp()
 	if !r.MID.Valid {
 		return app, Model{}, "", nil
 	}
