@@ -121,15 +121,6 @@ func (e recordEntry) matches(fi fs.FileInfo) bool {
 	return ok && fi.Mode() == e.mode && fi.Size() == e.size && mtime == e.mtime && ctime == e.ctime && ino == e.ino
 }
 
-// since returns the recorded files of generation gen, nil when that is not
-// the latest generation.
-func (c *changes) since(gen string) map[string]recordEntry {
-	if r := c.record(gen); r != nil {
-		return r.files
-	}
-	return nil
-}
-
 // record returns generation gen's record, nil when that is not the latest
 // generation.
 func (c *changes) record(gen string) *changeRecord {
