@@ -73,7 +73,14 @@ func startEnvIn(t testing.TB, dialect, configDir string, mods ...func(*config.Ho
 	}
 	t.Setenv("AGENTHOST_BOOTSTRAP_TOKEN", "token-a")
 	ctx := context.Background()
-	h, err := hostapp.Start(ctx, cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr}))
+	// Warnings help a failing test; a benchmark's would land between its
+	// name and its figures (go test passes stderr through on stdout), and
+	// benchstat would read none of them.
+	level := hclog.Warn
+	if _, bench := t.(*testing.B); bench {
+		level = hclog.Error
+	}
+	h, err := hostapp.Start(ctx, cfg, hclog.New(&hclog.LoggerOptions{Level: level, Output: os.Stderr}))
 	require.NoError(t, err)
 	srv := httptest.NewServer(h.Handler)
 	t.Cleanup(func() {
