@@ -9,7 +9,6 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/orchestrator"
-	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/agentcontract"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/plugin"
@@ -137,20 +136,15 @@ func (s *Server) resumeRequest(ctx context.Context, r *core.Run) (orchestrator.S
 	}
 	var hist []engine.Message
 	if r.ChatSessionID != "" {
-		turns, err := st.ChatMessages(ctx, r.ChatSessionID)
+		// The turns before this run's own (later runs of the chat are
+		// not its history), read as run creation reads them: only the
+		// tail the history budget holds.
+		budget := messageBudget()
+		turns, older, err := st.ChatTailBefore(ctx, r.ChatSessionID, r.ID, budget, historyMaxMessages())
 		if err != nil {
 			return orchestrator.StartRequest{}, err
 		}
-		// The turns before this run's own (later runs of the chat are
-		// not its history).
-		earlier := make([]store.ChatMessage, 0, len(turns))
-		for _, t := range turns {
-			if t.RunID.String == r.ID {
-				break
-			}
-			earlier = append(earlier, t)
-		}
-		hist = history(earlier, messageBudget())
+		hist = historyTail(turns, older, budget)
 	}
 	return orchestrator.StartRequest{
 		RunID: r.ID, TenantID: r.TenantID, AppID: r.AppID, UserID: r.UserID, ChatSessionID: r.ChatSessionID,

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"database/sql"
+	"errors"
 	"math"
 	"slices"
 	"sync"
@@ -155,32 +156,75 @@ func turns(sessionID string, rows []tailRow) []ChatMessage {
 // walk, and only the turns kept are sent; the chat's length is counted from
 // the same index.
 func (s *Store) chatTailWhole(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
+	cs, tail, total, err := s.readTail(ctx, sessionID, budget, maxTurns, nil)
+	if errors.Is(err, ErrNotFound) {
+		s.chatTails.drop(sessionID)
+	}
+	if err != nil {
+		return ChatSession{}, nil, 0, err
+	}
+	s.chatTails.put(sessionID, chatTail{budget: budget, maxTurns: maxTurns, total: total, tail: slices.Clone(tail)})
+	return cs, tail, max(0, total-len(tail)), nil
+}
+
+// readTail reads a chat's tail as chatTailWhole describes, of the turns
+// before bound when it is not nil (else of all), with how many turns that
+// is.
+func (s *Store) readTail(ctx context.Context, sessionID string, budget, maxTurns int, bound *ChatMessage) (ChatSession, []ChatMessage, int, error) {
 	length := "length"
 	if s.dialect == Postgres {
 		length = "char_length"
 	}
+	where, boundArgs := "chat_session_id = ?", []any{sessionID}
+	if bound != nil {
+		where += " AND (created_at, id) < (?, ?)"
+		boundArgs = append(boundArgs, bound.CreatedAt, bound.ID)
+	}
+	args := append(append([]any{}, boundArgs...), boundArgs...)
+	args = append(args, maxTurns, budget, sessionID)
 	var rows []tailRow
 	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+tailSessionColumns+`, t.id AS m_id, t.run_id AS m_run_id,
  t.role AS m_role, t.content AS m_content, t.created_at AS m_created_at, c.total
  FROM chat_sessions s
- CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE chat_session_id = ?) c
+ CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE `+where+`) c
  LEFT JOIN (SELECT id, run_id, role, content, created_at, before FROM (
    SELECT id, run_id, role, content, created_at,
     SUM(`+length+`(content)) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - `+length+`(content) AS before
-   FROM chat_messages WHERE chat_session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?) w
+   FROM chat_messages WHERE `+where+` ORDER BY created_at DESC, id DESC LIMIT ?) w
   WHERE before <= ?) t ON 1 = 1
- WHERE s.id = ? ORDER BY t.created_at, t.id`), sessionID, sessionID, maxTurns, budget, sessionID)
+ WHERE s.id = ? ORDER BY t.created_at, t.id`), args...)
 	if err != nil {
 		return ChatSession{}, nil, 0, translate(err)
 	}
 	if len(rows) == 0 {
-		s.chatTails.drop(sessionID)
 		return ChatSession{}, nil, 0, notFound("chat session", sessionID)
 	}
-	tail := turns(sessionID, rows)
-	total := rows[0].Total
-	s.chatTails.put(sessionID, chatTail{budget: budget, maxTurns: maxTurns, total: total, tail: slices.Clone(tail)})
-	return rows[0].ChatSession, tail, max(0, total-len(tail)), nil
+	return rows[0].ChatSession, turns(sessionID, rows), rows[0].Total, nil
+}
+
+// ChatTailBefore is ChatSessionTail for the history a run had when it
+// started: the tail of the turns before the run's own first turn (all of
+// them when it has none), read whole, without the cache. A run resumed
+// after a host restart needs it; later runs of the chat are not its
+// history.
+func (s *Store) ChatTailBefore(ctx context.Context, sessionID, runID string, budget, maxTurns int) ([]ChatMessage, int, error) {
+	if maxTurns <= 0 {
+		maxTurns = math.MaxInt32
+	}
+	var own []ChatMessage
+	if err := s.r.SelectContext(ctx, &own, s.rebind(`SELECT id, chat_session_id, run_id, role, content, created_at FROM chat_messages
+ WHERE chat_session_id = ? AND run_id = ? ORDER BY created_at, id LIMIT 1`), sessionID, runID); err != nil {
+		return nil, 0, translate(err)
+	}
+	var bound *ChatMessage
+	if len(own) > 0 {
+		bound = &own[0]
+	}
+	_, tail, total, err := s.readTail(ctx, sessionID, budget, maxTurns, bound)
+	if err != nil {
+		return nil, 0, err
+	}
+	return tail, max(0, total-len(tail)), nil
 }
 
 // chatTailSince reads the session, the chat's length and the turns after

@@ -138,3 +138,46 @@ func ids(ms []ChatMessage) []string {
 	}
 	return out
 }
+
+// TestChatTailBefore: the history a run had is the tail of the turns before
+// its own first turn, budget and bound applied, with how many older turns
+// were left out; a run with no turn in the chat gets the whole chat's tail.
+func TestChatTailBefore(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
+		require.NoError(t, err)
+		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_b", TenantID: "t1", AppID: "app1", UserID: user, Title: "b"}))
+		n := 0
+		for run := 1; run <= 4; run++ {
+			for _, role := range []string{"user", "assistant"} {
+				n++
+				m := ChatMessage{ID: fmt.Sprintf("msg_%03d", n), ChatSessionID: "chat_b", Role: role, Content: fmt.Sprintf("%d-%s", run, role)}
+				m.RunID.String, m.RunID.Valid = fmt.Sprintf("run_%d", run), true
+				require.NoError(t, s.AddChatMessage(ctx, m))
+			}
+		}
+		tail, older, err := s.ChatTailBefore(ctx, "chat_b", "run_3", 1000, 0)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"msg_001", "msg_002", "msg_003", "msg_004"}, ids(tail), "the turns of runs 1 and 2")
+		assert.Zero(t, older)
+
+		tail, older, err = s.ChatTailBefore(ctx, "chat_b", "run_3", 1000, 3)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"msg_002", "msg_003", "msg_004"}, ids(tail), "at most maxTurns")
+		assert.Equal(t, 1, older)
+
+		tail, older, err = s.ChatTailBefore(ctx, "chat_b", "run_3", len("2-assistant")+1, 0)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"msg_003", "msg_004"}, ids(tail), "the newest that fit, and the first that does not")
+		assert.Equal(t, 2, older)
+
+		tail, _, err = s.ChatTailBefore(ctx, "chat_b", "run_1", 1000, 0)
+		require.NoError(t, err)
+		assert.Empty(t, tail, "the chat's first run had no history")
+		tail, _, err = s.ChatTailBefore(ctx, "chat_b", "run_gone", 1000, 0)
+		require.NoError(t, err)
+		assert.Len(t, tail, 8, "a run with no turn: the whole chat")
+	})
+}
