@@ -322,3 +322,51 @@ func TestLanesKeepEachRunInOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestBigBatchIsOneTransaction: a batch of more events than one statement
+// takes on SQLite (rowsPerInsert) is written in several statements of one
+// transaction: all in order, or, when one row collides, none.
+func TestBigBatchIsOneTransaction(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		const n = 150
+		commit := func(r *core.Run) []error {
+			batch := make([]*appendReq, n)
+			errs := make([]error, n)
+			for i := range batch {
+				batch[i] = &appendReq{run: r, ev: core.EventInput{Type: core.EventAssistantDelta, Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))},
+					done: func(res appendResult) { errs[i] = res.err }}
+			}
+			// The lane's goroutine is idle: nothing else is queued.
+			s.lane(r.ID).commit(batch)
+			return errs
+		}
+		ok := newRun("run_big")
+		_, err := s.StartRun(ctx, ok, nil, core.EventInput{Type: core.EventRunAccepted})
+		require.NoError(t, err)
+		for _, err := range commit(ok) {
+			require.NoError(t, err)
+		}
+		evs, err := s.ListEvents(ctx, ok.ID, ok.AppID, 0, 1000)
+		require.NoError(t, err)
+		require.Len(t, evs, n+1)
+		for i, e := range evs[1:] {
+			require.Equal(t, int64(i+2), e.Seq)
+			require.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i), string(e.Payload))
+		}
+
+		bad := newRun("run_big_bad")
+		_, err = s.StartRun(ctx, bad, nil, core.EventInput{Type: core.EventRunAccepted})
+		require.NoError(t, err)
+		// A row the writer does not know of takes the 100th event's seq.
+		_, err = s.w.Exec(s.rebind(`INSERT INTO run_events (run_id, seq, type, payload, ts) VALUES (?, 101, 'run.status', '{}', 0)`), bad.ID)
+		require.NoError(t, err)
+		for _, err := range commit(bad) {
+			require.Error(t, err, "the whole batch fails")
+		}
+		evs, err = s.ListEvents(ctx, bad.ID, bad.AppID, 0, 1000)
+		require.NoError(t, err)
+		assert.Len(t, evs, 2, "run.accepted and the stray row: nothing of the batch")
+	})
+}

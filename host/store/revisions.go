@@ -207,8 +207,9 @@ func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevis
 		}
 		files = delta.changed
 	}
-	for start := 0; start < len(files); start += inChunk {
-		end := min(start+inChunk, len(files))
+	per := s.rowsPerInsert(4)
+	for start := 0; start < len(files); start += per {
+		end := min(start+per, len(files))
 		var q strings.Builder
 		q.WriteString(`INSERT INTO revision_files (revision_id, path, blob_sha256, mode) VALUES `)
 		args := make([]any, 0, (end-start)*4)
