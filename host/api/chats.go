@@ -75,13 +75,12 @@ func chatOut(cs store.ChatSession) chatJSON {
 // chatSession loads a session that belongs to the app and the caller;
 // anything else is 404 on field chat_session_id.
 func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal, id string) (store.ChatSession, error) {
-	notFound := core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", id)
 	if !validID(id) {
-		return store.ChatSession{}, notFound
+		return store.ChatSession{}, chatNotFound(id)
 	}
 	cs, err := s.deps.Store.GetChatSession(ctx, id)
-	if err != nil || cs.AppID != a.ID || cs.UserID != p.UserID || cs.TenantID != p.TenantID {
-		return store.ChatSession{}, notFound
+	if err != nil || !ownsChat(cs, a, p) {
+		return store.ChatSession{}, chatNotFound(id)
 	}
 	return cs, nil
 }
@@ -89,15 +88,23 @@ func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal
 // chatWithTail is chatSession with the tail of its history a run carries
 // (store.ChatSessionTail), read together.
 func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int) (store.ChatSession, []store.ChatMessage, int, error) {
-	notFound := core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", id)
 	if !validID(id) {
-		return store.ChatSession{}, nil, 0, notFound
+		return store.ChatSession{}, nil, 0, chatNotFound(id)
 	}
 	cs, tail, older, err := s.deps.Store.ChatSessionTail(ctx, id, budget, historyMaxMessages())
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (cs.AppID != a.ID || cs.UserID != p.UserID || cs.TenantID != p.TenantID)) {
-		return store.ChatSession{}, nil, 0, notFound
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !ownsChat(cs, a, p)) {
+		return store.ChatSession{}, nil, 0, chatNotFound(id)
 	}
 	return cs, tail, older, err
+}
+
+// ownsChat reports whether a session is of the app and the caller's.
+func ownsChat(cs store.ChatSession, a store.App, p store.Principal) bool {
+	return cs.AppID == a.ID && cs.UserID == p.UserID && cs.TenantID == p.TenantID
+}
+
+func chatNotFound(id string) error {
+	return core.Errf(core.CodeNotFound, "chat_session_id", "chat session %q not found", id)
 }
 
 func (s *Server) listChats(c *gin.Context) {
@@ -175,14 +182,9 @@ func (s *Server) getChat(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// history renders a session's turns for the engine within the budget: the
-// newest turns that fit, with a note when older ones were left out.
-func history(msgs []store.ChatMessage, budget int) []engine.Message {
-	return historyTail(msgs, 0, budget)
-}
-
-// historyTail is history for the newest turns of a session (store.ChatSessionTail),
-// older being how many turns before them were not read.
+// historyTail renders a session's newest turns (store.ChatSessionTail) for
+// the engine within the budget: the newest that fit, with a note when older
+// ones were left out, older being how many turns before msgs were not read.
 func historyTail(msgs []store.ChatMessage, older, budget int) []engine.Message {
 	var kept []engine.Message
 	used, noted := 0, false

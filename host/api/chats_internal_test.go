@@ -14,17 +14,17 @@ func TestHistoryBudget(t *testing.T) {
 		{Role: "assistant", Content: strings.Repeat("b", 10)},
 		{Role: "user", Content: strings.Repeat("c", 10)},
 	}
-	all := history(msgs, 100)
+	all := historyTail(msgs, 0, 100)
 	assert.Len(t, all, 3)
 	assert.Equal(t, "user", all[0].Role, "oldest first")
 
-	cut := history(msgs, 25)
+	cut := historyTail(msgs, 0, 25)
 	assert.Equal(t, []string{"system", "assistant", "user"}, []string{cut[0].Role, cut[1].Role, cut[2].Role})
 	assert.Contains(t, cut[0].Content, "1 earlier messages")
 
-	tail := history([]store.ChatMessage{{Role: "user", Content: "0123456789"}}, 4)
+	tail := historyTail([]store.ChatMessage{{Role: "user", Content: "0123456789"}}, 0, 4)
 	assert.Equal(t, "6789", tail[0].Content, "an over-long newest turn keeps its end")
-	assert.Empty(t, history(nil, 10))
+	assert.Empty(t, historyTail(nil, 0, 10))
 }
 
 // TestHistoryTurnBound: turns left unread by the bound on turns are named
