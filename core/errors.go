@@ -41,6 +41,14 @@ const (
 	CodeFilesTooLarge = "FILES_TOO_LARGE"
 	// The host is shutting down and could not finish the run.
 	CodeHostShutdown = "HOST_SHUTDOWN"
+	// The host that executed the run died and the run had no saved engine
+	// state to continue from: the host that took it over failed it.
+	CodeHostLost = "HOST_LOST"
+	// This host no longer owns the run (its lease lapsed and another host
+	// took the run over): it may not write for the run any more.
+	CodeLeaseLost = "RUN_LEASE_LOST"
+	// The run's owner did not answer a command forwarded to it in time.
+	CodeOwnerUnreachable = "RUN_OWNER_UNREACHABLE"
 
 	// Tool result codes the host produces itself.
 	CodeToolUnknown          = "TOOL_UNKNOWN"

@@ -49,6 +49,10 @@ type Run struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	FinishedAt      *time.Time
+	// Owner is the lease key of the host process that executes (or holds
+	// paused) the run; "" for none. With several hosts on one database it
+	// says which one a command for the run must reach.
+	Owner string
 }
 
 // Pause reasons.

@@ -65,18 +65,42 @@ type Deps struct {
 	// Limits are the host's file limits, held to by every handler that
 	// stores files (checkFiles); zero fields mean the defaults.
 	Limits core.FileLimits
+	// Cluster, when set, passes commands about runs another live host
+	// owns to that host (several hosts on one PostgreSQL database).
+	Cluster Cluster
+}
+
+// Cluster is what the API needs of the hosts sharing its database.
+type Cluster interface {
+	// Route returns "" when a command about the run is for this host (it
+	// owns the run, or just took it over from a lost host), else the lease
+	// key of the live host that owns it.
+	Route(ctx context.Context, runID string) (string, error)
+	// Forward passes a command to the run's owner and returns the HTTP
+	// status and body it answered with.
+	Forward(ctx context.Context, runID, owner, kind string, body []byte) (int, []byte, error)
 }
 
 // Server is the HTTP API.
 type Server struct {
 	deps Deps
 	log  hclog.Logger
+	// handler is the router every request, forwarded ones included, goes
+	// through.
+	handler http.Handler
 	// principals remembers authenticated tokens briefly (principalTTL).
 	principals principalCache
 }
 
-// New builds the handler.
-func New(d Deps) http.Handler {
+// New builds the handler (a Gin engine).
+func New(d Deps) http.Handler { return NewServer(d).handler }
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// NewServer builds the API; it is an http.Handler that can also carry out
+// commands other hosts forward to it (ExecuteCommand).
+func NewServer(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = hclog.NewNullLogger()
 	}
@@ -134,7 +158,8 @@ func New(d Deps) http.Handler {
 	ca.GET("/runs/:run_id/stream", require(ScopeRead), s.streamRun)
 	ca.POST("/runs/:run_id/cancel", require(ScopeWrite), s.cancelRun)
 	ca.POST("/runs/:run_id/resume", require(ScopeWrite), s.resumeRun)
-	return r
+	s.handler = r
+	return s
 }
 
 // requestID tags every request (X-Request-ID is echoed when sane: it goes

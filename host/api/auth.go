@@ -22,6 +22,12 @@ const principalKey = "principal"
 
 // authenticate resolves the bearer token; no or bad token is 401.
 func (s *Server) authenticate(c *gin.Context) {
+	if p, ok := c.Request.Context().Value(forwardedKey{}).(store.Principal); ok {
+		// Passed on by another host, which authenticated the caller.
+		c.Set(principalKey, p)
+		c.Next()
+		return
+	}
 	h := c.GetHeader("Authorization")
 	secret, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || strings.TrimSpace(secret) == "" {

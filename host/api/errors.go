@@ -37,6 +37,8 @@ var statusOf = map[string]int{
 	core.CodeRunFinished:              http.StatusConflict,
 	core.CodeIdempotencyKeyReused:     http.StatusConflict,
 	core.CodeHostShutdown:             http.StatusServiceUnavailable,
+	core.CodeLeaseLost:                http.StatusConflict,
+	core.CodeOwnerUnreachable:         http.StatusServiceUnavailable,
 	core.CodeFilesTooLarge:            http.StatusRequestEntityTooLarge,
 	CodeUnauthenticated:               http.StatusUnauthorized,
 	CodeForbidden:                     http.StatusForbidden,

@@ -89,12 +89,7 @@ func (h *Hub) Publish(e core.Envelope) {
 		w.tail = w.tail[:tailSize-1]
 	}
 	w.tail = append(w.tail, e)
-	for ch := range w.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	w.wake()
 }
 
 // Since returns up to max events of the run after seq `after` from the
@@ -139,5 +134,50 @@ func (h *Hub) keepEarly(e core.Envelope) {
 		h.early[e.RunID] = append(tail, e)
 	case ok:
 		delete(h.early, e.RunID)
+	}
+}
+
+// Notify takes a hint that run runID's log holds events up to seq, from a
+// commit that may be another host's: unless the tail already holds seq
+// (this host's own commit, published already), the run's tails are dropped
+// — they no longer reach the newest event — and its streams woken to read
+// the log.
+func (h *Hub) Notify(runID string, seq int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.runs[runID]
+	if w == nil {
+		if tail, ok := h.early[runID]; ok && tail[len(tail)-1].Seq < seq {
+			delete(h.early, runID)
+		}
+		return
+	}
+	if n := len(w.tail); n > 0 && w.tail[n-1].Seq >= seq {
+		return
+	}
+	w.tail = w.tail[:0]
+	w.wake()
+}
+
+// Resync drops every tail and wakes every stream: hints may have been
+// missed (the listening connection dropped), so each stream reads the log.
+func (h *Hub) Resync() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	clear(h.early)
+	h.earlyOrder = h.earlyOrder[:0]
+	for _, w := range h.runs {
+		w.tail = w.tail[:0]
+		w.wake()
+	}
+}
+
+// wake signals every subscriber without blocking; the caller holds h.mu.
+func (w *watched) wake() {
+	for ch := range w.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 }

@@ -104,6 +104,17 @@ func (s *Server) reattach(c *gin.Context, r *core.Run) {
 	c.JSON(http.StatusAccepted, gin.H{"id": run.ID, "status": "resuming", "from_saved_state": true})
 }
 
+// Reattach continues a paused run no live execution holds, from its saved
+// engine state, on this host (a run taken over from a lost host).
+func (s *Server) Reattach(ctx context.Context, r *core.Run) error {
+	req, err := s.resumeRequest(ctx, r)
+	if err != nil {
+		return err
+	}
+	_, err = s.deps.Runs.Reattach(ctx, req)
+	return err
+}
+
 // resumeRequest rebuilds what Start got for a stored run.
 func (s *Server) resumeRequest(ctx context.Context, r *core.Run) (orchestrator.StartRequest, error) {
 	st := s.deps.Store

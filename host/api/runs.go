@@ -489,7 +489,7 @@ func seqParam(v string) (int64, error) {
 
 func (s *Server) cancelRun(c *gin.Context) {
 	r, ok := s.run(c)
-	if !ok {
+	if !ok || s.routed(c, r, "cancel") {
 		return
 	}
 	if r.Status.Terminal() {
@@ -511,7 +511,7 @@ type resumeRequest struct {
 
 func (s *Server) resumeRun(c *gin.Context) {
 	r, ok := s.run(c)
-	if !ok {
+	if !ok || s.routed(c, r, "resume") {
 		return
 	}
 	// A run that is not paused is refused whatever the body says. A client

@@ -52,6 +52,13 @@ type Host struct {
 	// base_urls }` blocks, plus AGENTHOST_KEY_ENDPOINTS). A model whose
 	// key and endpoint are not bound is refused.
 	Providers []Provider `hcl:"provider,block"`
+	// HostID names this host among the hosts sharing a PostgreSQL database
+	// (AGENTHOST_HOST_ID; default: the hostname and a random suffix).
+	HostID string `hcl:"host_id,optional"`
+	// LeaseTTLMS is how long, in milliseconds, this host's lease on its
+	// runs lasts without renewal (AGENTHOST_LEASE_TTL_MS; default 5000): a
+	// dead host's runs are taken over about this long after it died.
+	LeaseTTLMS int `hcl:"lease_ttl_ms,optional"`
 }
 
 // Provider is one `provider` block: where the key in KeyEnv may go. A
@@ -185,6 +192,20 @@ func Load(file string) (Host, error) {
 	}
 	if h.MaxFileBytes < 0 || h.MaxWorkspaceBytes < 0 || h.MaxFiles < 0 {
 		return Host{}, fmt.Errorf("max_file_bytes, max_workspace_bytes and max_files must not be negative")
+	}
+	env(&h.HostID, "AGENTHOST_HOST_ID", "")
+	if v := os.Getenv("AGENTHOST_LEASE_TTL_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return Host{}, fmt.Errorf("AGENTHOST_LEASE_TTL_MS=%q is not a whole number of milliseconds", v)
+		}
+		h.LeaseTTLMS = n
+	}
+	if h.LeaseTTLMS == 0 {
+		h.LeaseTTLMS = 5000
+	}
+	if h.LeaseTTLMS < 500 || h.LeaseTTLMS > 600_000 {
+		return Host{}, fmt.Errorf("lease_ttl_ms is %d; it must be between 500 and 600000", h.LeaseTTLMS)
 	}
 	lim := h.FileLimits()
 	h.MaxFileBytes, h.MaxWorkspaceBytes, h.MaxFiles = lim.MaxFileBytes, lim.MaxWorkspaceBytes, lim.MaxFiles

@@ -15,6 +15,7 @@ import (
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/api"
 	"github.com/agenthost/agenthost/host/apply"
+	"github.com/agenthost/agenthost/host/cluster"
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/endpoints"
 	"github.com/agenthost/agenthost/host/metrics"
@@ -29,13 +30,21 @@ type Host struct {
 	Store   *store.Store
 	Plugins *pluginmgr.Manager
 	Orch    *orchestrator.Orchestrator
+	// Member is this host's place among the hosts sharing its database.
+	Member *cluster.Member
 	// Handler serves the HTTP API.
 	Handler http.Handler
 	log     hclog.Logger
+	// unlock releases the SQLite database's host lock (nil on PostgreSQL).
+	unlock func()
 }
 
 // Start opens the database (migrating it), repairs runs a previous process
-// left unfinished, launches the plugins and builds the orchestrator.
+// left unfinished, launches the plugins, builds the orchestrator and joins
+// the hosts sharing the database. On SQLite this host is the only one: it
+// locks the database for itself, and settles at once every run it finds
+// active. On PostgreSQL it settles only runs whose owner lost its lease,
+// and goes on taking over lost hosts' runs while it lives.
 func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error) {
 	if err := privateDataDir(cfg.DataDir); err != nil {
 		return nil, err
@@ -48,18 +57,31 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	if err := RecoverInterrupted(ctx, st, log); err != nil {
+	h := &Host{Store: st, log: log}
+	fail := func(err error) (*Host, error) {
+		if h.Plugins != nil {
+			h.Plugins.Close()
+		}
 		st.Close()
+		if h.unlock != nil {
+			h.unlock()
+		}
 		return nil, err
 	}
+	if st.Dialect() == store.SQLite {
+		if h.unlock, err = lockSQLite(st.SQLitePath()); err != nil {
+			return fail(err)
+		}
+		if err := RecoverInterrupted(ctx, st, log); err != nil {
+			return fail(err)
+		}
+	}
 	if err := SeedModelsFromEnv(ctx, st, policy, log); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("seed models: %w", err)
+		return fail(fmt.Errorf("seed models: %w", err))
 	}
 	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir)
 	if err != nil {
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
 	met := metrics.New()
@@ -68,24 +90,37 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 			met.ObserveRun(run)
 		}})
 	mgr.SetCallbacks(orch, orch.Workspace)
+	h.Plugins, h.Orch = mgr, orch
 	if err := mgr.Start(ctx); err != nil {
-		mgr.Close()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := ensureBootstrapToken(ctx, st, os.Getenv("AGENTHOST_BOOTSTRAP_TOKEN")); err != nil {
-		mgr.Close()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	hub := api.NewHub()
 	st.OnAppend(hub.Publish)
-	handler := api.New(api.Deps{
+	deps := api.Deps{
 		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log, Metrics: met.Handler(), Limits: cfg.FileLimits(),
 		DefaultEngine: envOr("APPS_CODING_AGENT_DEFAULT_ENGINE", "mock"), DefaultSandbox: envOr("AGENTHOST_DEFAULT_SANDBOX", "local"),
 		Endpoints: policy,
+	}
+	srv := api.NewServer(deps)
+	member, err := cluster.Join(ctx, st, cluster.Options{
+		HostID: cfg.HostID, LeaseTTL: time.Duration(cfg.LeaseTTLMS) * time.Millisecond, Logger: log,
+		TakeOver: func(ctx context.Context, runs []*core.Run) { settleTakenOver(ctx, st, srv, runs, log) },
+		Execute:  func(ctx context.Context, cmd store.RunCommand) (int, []byte) { return srv.ExecuteCommand(ctx, cmd) },
+		Events:   hub.Notify, Resync: hub.Resync, Lost: orch.Relinquish,
 	})
-	return &Host{Store: st, Plugins: mgr, Orch: orch, Handler: handler, log: log}, nil
+	if err != nil {
+		return fail(err)
+	}
+	if st.Dialect() == store.Postgres {
+		srv.SetCluster(member)
+	}
+	h.Member = member
+	h.Handler = srv
+	log.Info("host joined", "host_id", member.HostID(), "lease", member.LeaseKey(), "lease_ttl", member.LeaseTTL())
+	return h, nil
 }
 
 // privateDataDir makes the data dir passable but not listable or readable
@@ -136,6 +171,13 @@ func pauseInterrupted(ctx context.Context, st *store.Store, r *core.Run, last *c
 	if r.Status == core.RunPaused && r.PauseReason == "token_budget" {
 		reason = r.PauseReason
 	}
+	return pauseFor(ctx, st, r, last, reason, "the host stopped while the run was active; resume continues it from its last saved step")
+}
+
+// pauseFor records a run as paused for reason, its sandbox gone, with a
+// run.paused event saying message unless its log already ends paused for
+// that reason.
+func pauseFor(ctx context.Context, st *store.Store, r *core.Run, last *core.Envelope, reason, message string) error {
 	var lastReason struct {
 		Reason string `json:"reason"`
 	}
@@ -143,8 +185,7 @@ func pauseInterrupted(ctx context.Context, st *store.Store, r *core.Run, last *c
 		_ = json.Unmarshal(last.Payload, &lastReason)
 	}
 	if last == nil || last.Event != core.EventRunPaused || lastReason.Reason != reason {
-		payload, _ := json.Marshal(map[string]any{"reason": reason,
-			"message": "the host stopped while the run was active; resume continues it from its last saved step"})
+		payload, _ := json.Marshal(map[string]any{"reason": reason, "message": message})
 		if _, err := st.Append(ctx, r, core.EventInput{Type: core.EventRunPaused, Payload: payload}); err != nil {
 			return err
 		}
@@ -189,12 +230,19 @@ func ensureBootstrapToken(ctx context.Context, st *store.Store, secret string) e
 	return err
 }
 
-// Close stops the host: runs first, then plugins, then the database.
+// Close stops the host: runs first, then its lease (so that what it left
+// paused goes to a live host at once), then plugins, then the database.
 func (h *Host) Close(ctx context.Context) {
 	h.Orch.Shutdown(ctx)
+	if h.Member != nil {
+		h.Member.Leave(ctx)
+	}
 	h.Plugins.Close()
 	if err := h.Store.Close(); err != nil {
 		h.log.Error("close database", "error", err)
+	}
+	if h.unlock != nil {
+		h.unlock()
 	}
 }
 

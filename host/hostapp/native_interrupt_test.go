@@ -122,9 +122,11 @@ var killSeq atomic.Int64
 
 // TestNativeRunSurvivesSIGKILL kills the host and its plugins with SIGKILL
 // while the native engine waits on the model, after it has already edited a
-// file. The restarted host shows the run paused with reason "interrupted";
-// resume continues it from the saved conversation, in a sandbox holding the
-// edit made before the kill, and the result revision has it. No model turn
+// file. On SQLite the restarted host shows the run paused with reason
+// "interrupted" and resume continues it; on PostgreSQL the new host takes
+// the run over once the dead host's lease lapses and continues it itself.
+// Either way it continues from the saved conversation, in a sandbox
+// holding the edit made before the kill, and the result revision has it. No model turn
 // or tool call that had completed is repeated.
 func TestNativeRunSurvivesSIGKILL(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
@@ -198,14 +200,35 @@ func interruptAndResume(t *testing.T, dialect string, stop func(*hostProc)) {
 			stop(h)
 
 			h2 := startHostProc(t, env)
-			r := h2.waitRun(app.ID, run.ID, func(r killRun) bool { return r.Status != "running" && r.Status != "queued" })
-			require.Equal(t, "paused", r.Status, "%+v", r)
-			assert.Equal(t, "interrupted", r.PauseReason)
-
-			require.Equal(t, http.StatusAccepted, h2.do("POST", "/admin/apps/"+app.ID+"/coding-agent/runs/"+run.ID+"/resume", map[string]any{}, nil))
-			r = h2.waitRun(app.ID, run.ID, func(r killRun) bool {
+			finished := func(r killRun) bool {
 				return r.Status == "completed" || r.Status == "failed" || r.Status == "cancelled"
-			})
+			}
+			var r killRun
+			if dialect == "postgres" {
+				// On the database hosts share, the new host takes the dead
+				// one's run over once its lease lapses, and continues it
+				// at once (run.paused host_lost, then run.resumed).
+				r = h2.waitRun(app.ID, run.ID, finished)
+				var events struct {
+					Events []struct {
+						Event   string          `json:"event"`
+						Payload json.RawMessage `json:"payload"`
+					} `json:"items"`
+				}
+				require.Equal(t, http.StatusOK, h2.do("GET", "/admin/apps/"+app.ID+"/coding-agent/runs/"+run.ID+"/events", nil, &events))
+				var kinds []string
+				for _, e := range events.Events {
+					kinds = append(kinds, e.Event)
+				}
+				assert.Contains(t, strings.Join(kinds, " "), "run.paused run.resumed", "%v", kinds)
+			} else {
+				r = h2.waitRun(app.ID, run.ID, func(r killRun) bool { return r.Status != "running" && r.Status != "queued" })
+				require.Equal(t, "paused", r.Status, "%+v", r)
+				assert.Equal(t, "interrupted", r.PauseReason)
+
+				require.Equal(t, http.StatusAccepted, h2.do("POST", "/admin/apps/"+app.ID+"/coding-agent/runs/"+run.ID+"/resume", map[string]any{}, nil))
+				r = h2.waitRun(app.ID, run.ID, finished)
+			}
 			require.Equal(t, "completed", r.Status, "%+v\n%s", r, h2.logs.String())
 			assert.Contains(t, r.OutputText, "Finished after the restart.")
 			require.NotEmpty(t, r.ResultRev)

@@ -106,6 +106,14 @@ func (p *pendingEvents) flush() error {
 // said); the rest return once queued, failing if an earlier one of the run
 // did not commit.
 func (o *Orchestrator) appendLocked(ctx context.Context, ar *activeRun, ev NewEvent) error {
+	err := o.appendLockedOnce(ctx, ar, ev)
+	if err != nil {
+		noteLeaseLost(ar, err)
+	}
+	return err
+}
+
+func (o *Orchestrator) appendLockedOnce(ctx context.Context, ar *activeRun, ev NewEvent) error {
 	ctx = context.WithoutCancel(ctx)
 	q, async := o.events.(EventQueue)
 	if !async {

@@ -297,6 +297,10 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	run := ar.run
+	if ar.leaseLost() {
+		o.letGo(ar, ref)
+		return
+	}
 
 	if out.status == core.RunCompleted && ref != nil {
 		applyStart := time.Now()

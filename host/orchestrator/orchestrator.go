@@ -412,7 +412,8 @@ func newActiveRun(run *core.Run, req StartRequest) *activeRun {
 // abort fails the run with code (first cause wins) and abandons the engine.
 func (ar *activeRun) abort(code, msg string) {
 	ar.mu.Lock()
-	if ar.failCode == "" {
+	if ar.failCode == "" || code == core.CodeLeaseLost {
+		// A lost lease overrides: nothing more may be written for the run.
 		ar.failCode, ar.failMsg = code, msg
 	}
 	ar.mu.Unlock()

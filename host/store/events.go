@@ -140,8 +140,10 @@ func (w *eventWriter) commit(batch []*appendReq) {
 	envs := make([]core.Envelope, len(batch))
 	tails := make([]any, len(batch))
 	err := w.assign(ctx, batch, envs, now)
+	var lost map[string]bool
 	if err == nil {
-		err = w.write(ctx, batch, envs, tails)
+		lost = map[string]bool{}
+		err = w.write(ctx, batch, envs, tails, lost)
 	}
 	if err != nil {
 		// Nothing of this batch is in the log: forget cached seqs so the
@@ -163,6 +165,14 @@ func (w *eventWriter) commit(batch []*appendReq) {
 		return
 	}
 	for i, r := range batch {
+		if lost[r.run.ID] {
+			// Another host owns the run now: nothing of it was written,
+			// and nothing this host queues for it will be.
+			delete(w.next, r.run.ID)
+			envs[i] = core.Envelope{}
+			r.done(appendResult{err: leaseLost(r.run.ID, "")})
+			continue
+		}
 		if r.ev.Type.Terminal() {
 			delete(w.next, r.run.ID)
 		}
@@ -204,8 +214,9 @@ func (w *eventWriter) dropBroken(batch []*appendReq) []*appendReq {
 }
 
 // write inserts the batch, in one transaction with the tails when any
-// request has one.
-func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core.Envelope, tails []any) error {
+// request has one. On PostgreSQL, runs this host no longer owns get
+// nothing written and are added to lost.
+func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core.Envelope, tails []any, lost map[string]bool) error {
 	withTail := false
 	events := envs[:0:0]
 	for i, r := range batch {
@@ -215,6 +226,9 @@ func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core
 		}
 	}
 	per := w.s.rowsPerInsert(6)
+	if w.s.dialect == Postgres {
+		return w.writeShared(ctx, batch, envs, events, tails, withTail, lost)
+	}
 	if !withTail && len(events) <= per {
 		_, err := w.s.w.ExecContext(ctx, w.s.rebind(insertEvents(len(events))), eventArgs(events)...)
 		return translate(err)

@@ -45,13 +45,14 @@ type runRow struct {
 	CreatedAt        int64          `db:"created_at"`
 	UpdatedAt        int64          `db:"updated_at"`
 	FinishedAt       sql.NullInt64  `db:"finished_at"`
+	Owner            string         `db:"owner"`
 }
 
 const runColumns = `id, tenant_id, app_id, user_id, chat_session_id, base_revision_id, result_revision_id,
  prompt, status, execution_engine, engine_run_ref, requested_model_id, resolved_model_id,
  sandbox_backend, sandbox_id, sandbox_status, sandbox_started_at, pause_reason, error_code,
  error_message, output_text, input_tokens, output_tokens, context, idempotency_key,
- idempotency_hash, created_at, updated_at, finished_at`
+ idempotency_hash, created_at, updated_at, finished_at, owner`
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
@@ -86,7 +87,7 @@ func toRunRow(r *core.Run) runRow {
 		SandboxStartedAt: nullMS(r.SandboxStartedAt), PauseReason: r.PauseReason,
 		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, OutputText: r.OutputText,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, Context: ctxJSON, IdempotencyHash: r.IdempotencyHash,
-		CreatedAt: ms(r.CreatedAt), UpdatedAt: ms(r.UpdatedAt), FinishedAt: nullMS(r.FinishedAt),
+		CreatedAt: ms(r.CreatedAt), UpdatedAt: ms(r.UpdatedAt), FinishedAt: nullMS(r.FinishedAt), Owner: r.Owner,
 	}
 	if r.IdempotencyKey != "" {
 		row.IdempotencyKey = sql.NullString{String: r.IdempotencyKey, Valid: true}
@@ -106,6 +107,7 @@ func (row runRow) toRun() *core.Run {
 		InputTokens: row.InputTokens, OutputTokens: row.OutputTokens, Context: json.RawMessage(row.Context),
 		IdempotencyKey: row.IdempotencyKey.String, IdempotencyHash: row.IdempotencyHash,
 		CreatedAt: fromMS(row.CreatedAt), UpdatedAt: fromMS(row.UpdatedAt), FinishedAt: fromNullMS(row.FinishedAt),
+		Owner: row.Owner,
 	}
 }
 
@@ -115,6 +117,7 @@ func (s *Store) CreateRun(ctx context.Context, r *core.Run) error {
 	if !json.Valid(r.Context) && len(r.Context) > 0 {
 		return core.Errf(core.CodeInvalidRequest, "context", "run context is not JSON")
 	}
+	s.claimNew(r)
 	_, err := s.w.NamedExecContext(ctx, insertRun, toRunRow(r))
 	return translate(err)
 }
@@ -124,7 +127,7 @@ const insertRun = `INSERT INTO runs (` + runColumns + `) VALUES (
  :prompt, :status, :execution_engine, :engine_run_ref, :requested_model_id, :resolved_model_id,
  :sandbox_backend, :sandbox_id, :sandbox_status, :sandbox_started_at, :pause_reason, :error_code,
  :error_message, :output_text, :input_tokens, :output_tokens, :context, :idempotency_key,
- :idempotency_hash, :created_at, :updated_at, :finished_at)`
+ :idempotency_hash, :created_at, :updated_at, :finished_at, :owner)`
 
 // StartRun records a new run in one transaction with what must exist
 // exactly when it does: its chat session when turn.NewSession, the user's
@@ -135,6 +138,7 @@ func (s *Store) StartRun(ctx context.Context, r *core.Run, turn *core.ChatTurn, 
 	if !json.Valid(r.Context) && len(r.Context) > 0 {
 		return core.Envelope{}, core.Errf(core.CodeInvalidRequest, "context", "run context is not JSON")
 	}
+	s.claimNew(r)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	payload := accepted.Payload
 	if len(payload) == 0 {
@@ -299,15 +303,24 @@ func (s *Store) transitionRun(ctx context.Context, q sqlx.QueryerContext, r *cor
 		return nil, fmt.Errorf("transition run %s: no allowed from-states", r.ID)
 	}
 	row := toRunRow(r)
+	// On a shared database the change is fenced by the run's lease: only
+	// its owner writes it (see fenced).
+	fence, owner := "", ""
+	if s.fenced() {
+		fence, owner = " AND owner = ?", s.owner
+	}
+	args := []any{row.ResultRevisionID, row.Status, row.EngineRunRef,
+		row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
+		row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
+		row.UpdatedAt, row.FinishedAt, row.ID, from}
+	if fence != "" {
+		args = append(args, owner)
+	}
 	stmt, args, err := sqlx.In(`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
  resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
  error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
  updated_at = ?, finished_at = ?
- WHERE id = ? AND status IN (?) RETURNING `+runColumns,
-		row.ResultRevisionID, row.Status, row.EngineRunRef,
-		row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
-		row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
-		row.UpdatedAt, row.FinishedAt, row.ID, from)
+ WHERE id = ? AND status IN (?)`+fence+` RETURNING `+runColumns, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -318,6 +331,9 @@ func (s *Store) transitionRun(ctx context.Context, q sqlx.QueryerContext, r *cor
 		var cur runRow
 		if gerr := sqlx.GetContext(ctx, q, &cur, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), r.ID); gerr != nil {
 			return nil, translate(gerr)
+		}
+		if owner != "" && cur.Owner != owner {
+			return nil, leaseLost(r.ID, cur.Owner)
 		}
 		if cerr := core.CheckTransition(core.RunStatus(cur.Status), r.Status); cerr != nil {
 			return nil, cerr
@@ -372,10 +388,9 @@ func (s *Store) ListRunsByStatus(ctx context.Context, statuses ...core.RunStatus
 func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte, work []core.FileRef) error {
 	now := time.Now().UnixMilli()
 	if work == nil {
-		_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO engine_states (run_id, state, updated_at) VALUES (?, ?, ?)
- ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`),
+		return s.saveStateFenced(ctx, s.w, runID, `INSERT INTO engine_states (run_id, state, updated_at) VALUES (?, ?, ?)
+ ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`,
 			runID, state, now)
-		return translate(err)
 	}
 	manifest := make([]workEntry, len(work))
 	shas := make([]string, len(work))
@@ -391,11 +406,31 @@ func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte,
 		if err := s.checkBlobs(ctx, tx, shas); err != nil {
 			return fmt.Errorf("save run %s's working copy: %w", runID, err)
 		}
-		_, err = tx.ExecContext(ctx, tx.Rebind(`INSERT INTO engine_states (run_id, state, work_manifest, updated_at) VALUES (?, ?, ?, ?)
- ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, work_manifest = excluded.work_manifest, updated_at = excluded.updated_at`),
+		return s.saveStateFenced(ctx, tx, runID, `INSERT INTO engine_states (run_id, state, work_manifest, updated_at) VALUES (?, ?, ?, ?)
+ ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, work_manifest = excluded.work_manifest, updated_at = excluded.updated_at`,
 			runID, state, string(mj), now)
-		return translate(err)
 	})
+}
+
+// saveStateFenced runs an engine_states upsert (`INSERT … VALUES (…) ON
+// CONFLICT …`) and, on a shared database, only while this host owns the
+// run: its VALUES become a SELECT guarded by the run's share-locked row.
+func (s *Store) saveStateFenced(ctx context.Context, q sqlx.ExecerContext, runID, upsert string, args ...any) error {
+	if !s.fenced() {
+		_, err := q.ExecContext(ctx, s.rebind(upsert), args...)
+		return translate(err)
+	}
+	open, close := strings.Index(upsert, "VALUES ("), strings.Index(upsert, ")\n ON CONFLICT")
+	guarded := upsert[:open] + "SELECT " + upsert[open+len("VALUES ("):close] +
+		" WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND owner = ? FOR SHARE)" + upsert[close+1:]
+	res, err := q.ExecContext(ctx, s.rebind(guarded), append(args, runID, s.owner)...)
+	if err != nil {
+		return translate(err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return leaseLost(runID, "")
+	}
+	return nil
 }
 
 // workEntry is one file of a saved working copy.

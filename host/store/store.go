@@ -55,6 +55,11 @@ type Store struct {
 	manifests manifestCache
 	// chatTails holds recent chats' tails (ChatSessionTail).
 	chatTails chatTailCache
+	// path is the SQLite database file ("" on PostgreSQL).
+	path string
+	// owner is this host's lease key (SetOwner): the owner of the runs it
+	// records, and on PostgreSQL the fence of every write for a run.
+	owner string
 }
 
 // ErrConflict is returned (wrapped) when a write collides with existing data
@@ -153,7 +158,7 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("open SQLite %s: %w", path, err)
 	}
-	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r}, nil
+	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r, path: path}, nil
 }
 
 // oneTripQueries turns on lib/pq's binary_parameters unless the URL says
@@ -189,6 +194,9 @@ const sqliteReaders = 8
 const postgresIdleConns = 32
 
 func (s *Store) dsn() string { return s.connStr }
+
+// SQLitePath is the SQLite database's file, "" on PostgreSQL.
+func (s *Store) SQLitePath() string { return s.path }
 
 // Dialect reports which database this is.
 func (s *Store) Dialect() Dialect { return s.dialect }

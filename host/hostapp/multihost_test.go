@@ -1,0 +1,411 @@
+package hostapp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/internal/testenv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// multiLease is the lease the multi-host tests give their hosts: short, so
+// that a takeover costs the tests little time.
+const multiLease = 1000 * time.Millisecond
+
+// startCluster starts n real `agenthost serve` processes, one after the
+// other, on one fresh PostgreSQL schema, with the mock engine and the local
+// sandbox, and creates an app through the first.
+func startCluster(t *testing.T, n int) (hosts []*hostProc, appID string) {
+	t.Helper()
+	dbURL := testenv.PostgresURL(t)
+	configDir := testenv.PluginConfigDir(t, "mock", "local")
+	for i := range n {
+		env := []string{"AGENTHOST_DATA_DIR=" + t.TempDir(), "DATABASE_URL=" + dbURL, "AGENTHOST_PLUGIN_DIR=" + binDir,
+			"AGENTHOST_PLUGIN_CONFIG_DIR=" + configDir, "AGENTHOST_BOOTSTRAP_TOKEN=kill-token",
+			"AGENTHOST_HOST_ID=h" + strconv.Itoa(i), "AGENTHOST_LEASE_TTL_MS=" + strconv.Itoa(int(multiLease.Milliseconds()))}
+		hosts = append(hosts, startHostProc(t, env))
+	}
+	var app struct{ ID string }
+	require.Equal(t, http.StatusCreated, hosts[0].do("POST", "/admin/apps", map[string]any{"name": "multi", "files": map[string]string{"index.html": "<h1>hi</h1>\n"}}, &app))
+	return hosts, app.ID
+}
+
+// createRun starts a mock run with the script on h.
+func createRun(t *testing.T, h *hostProc, appID, script string) string {
+	t.Helper()
+	var run struct{ ID string }
+	require.Equal(t, http.StatusCreated, h.do("POST", "/admin/apps/"+appID+"/coding-agent/runs", map[string]any{"engine": "mock", "prompt": script}, &run))
+	return run.ID
+}
+
+// sseEvent is one event as a stream client saw it.
+type sseEvent struct {
+	Seq     int64
+	Type    string
+	Payload json.RawMessage
+}
+
+// streamFrom reads a run's stream from h after seq `after` until the
+// terminal event, the stream ends or ctx ends; each event goes to seen.
+// It returns whether it saw the terminal event.
+func streamFrom(ctx context.Context, h *hostProc, appID, runID string, after int64, seen func(sseEvent)) (bool, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.url+"/admin/apps/"+appID+"/coding-agent/runs/"+runID+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer kill-token")
+	if after > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNoContent {
+		return true, nil
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("stream answered %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var ev sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			ev.Seq, _ = strconv.ParseInt(strings.TrimPrefix(line, "id: "), 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			ev.Type = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			var env struct {
+				Payload json.RawMessage `json:"payload"`
+			}
+			_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &env)
+			ev.Payload = env.Payload
+		case line == "" && ev.Type != "":
+			seen(ev)
+			if ev.Type == "run.completed" || ev.Type == "run.failed" || ev.Type == "run.cancelled" {
+				return true, nil
+			}
+			ev = sseEvent{}
+		}
+	}
+	return false, sc.Err()
+}
+
+// follower streams one run to its end, moving to the next host of the list
+// whenever its stream breaks, resuming with Last-Event-ID.
+type follower struct {
+	mu     sync.Mutex
+	events []sseEvent
+	// markSeq, when set, is the last event seen before a fault; markedAt
+	// is when the first event after it arrived.
+	markSeq  int64
+	markedAt time.Time
+}
+
+func (f *follower) last() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.events) == 0 {
+		return 0
+	}
+	return f.events[len(f.events)-1].Seq
+}
+
+func (f *follower) follow(ctx context.Context, hosts []*hostProc, appID, runID string) error {
+	for i := 0; ctx.Err() == nil; i++ {
+		h := hosts[i%len(hosts)]
+		done, err := streamFrom(ctx, h, appID, runID, f.last(), func(e sseEvent) {
+			f.mu.Lock()
+			f.events = append(f.events, e)
+			if f.markSeq > 0 && e.Seq > f.markSeq && f.markedAt.IsZero() {
+				f.markedAt = time.Now()
+			}
+			f.mu.Unlock()
+		})
+		if done {
+			return nil
+		}
+		_ = err // a host went away: go on with the next one
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return ctx.Err()
+}
+
+// checkLog asserts events are seqs 1..n with no gap or repeat and exactly
+// one terminal event, last; it returns the terminal event.
+func checkLog(t *testing.T, runID string, events []sseEvent) sseEvent {
+	t.Helper()
+	require.NotEmpty(t, events, "run %s", runID)
+	for i, e := range events {
+		require.Equal(t, int64(i+1), e.Seq, "run %s: event %d (%s) out of place", runID, i, e.Type)
+		terminal := e.Type == "run.completed" || e.Type == "run.failed" || e.Type == "run.cancelled"
+		require.Equal(t, i == len(events)-1, terminal, "run %s: terminal event at %d of %d", runID, i, len(events))
+	}
+	return events[len(events)-1]
+}
+
+// TestRunsStreamFromAnyHost: runs created round-robin on three hosts, each
+// streamed live from another host than its creator and replayed from the
+// third: both logs are the same, gap-free and complete; then a load of
+// 3 hosts × 50 concurrent runs × 500 events goes through with no error.
+func TestRunsStreamFromAnyHost(t *testing.T) {
+	hosts, appID := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	stream := func(runs, deltas int) {
+		var wg sync.WaitGroup
+		errs := make(chan error, runs)
+		for i := range runs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				owner := hosts[i%3]
+				runID := createRun(t, owner, appID, fmt.Sprintf("say start\ndeltas %d\nsay end", deltas))
+				var live follower
+				if err := live.follow(ctx, []*hostProc{hosts[(i+1)%3]}, appID, runID); err != nil {
+					errs <- fmt.Errorf("run %s: %w", runID, err)
+					return
+				}
+				term := checkLog(t, runID, live.events)
+				if term.Type != "run.completed" {
+					errs <- fmt.Errorf("run %s ended %s: %s", runID, term.Type, term.Payload)
+					return
+				}
+				if want := deltas + 5; len(live.events) < want {
+					errs <- fmt.Errorf("run %s: %d events, want at least %d", runID, len(live.events), want)
+					return
+				}
+				var replay follower
+				if err := replay.follow(ctx, []*hostProc{hosts[(i+2)%3]}, appID, runID); err != nil {
+					errs <- err
+					return
+				}
+				if !assert.Equal(t, live.events, replay.events, "run %s: the replay differs from the live stream", runID) {
+					errs <- fmt.Errorf("run %s: replay differs", runID)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
+	stream(9, 50)
+	// The load: 150 runs at once, 50 created on each host.
+	stream(150, 500)
+}
+
+// TestDeadHostsRunsAreTakenOver: a host is killed (SIGKILL, plugins and
+// all) while 20 of its runs are active, half of them with saved engine
+// state. Their clients, streaming from the dead host, reconnect to the
+// others with Last-Event-ID. Every run is taken over within 10 s: the
+// resumable ones continue from their checkpoint and complete, the others
+// fail with HOST_LOST; every client sees every event exactly once.
+func TestDeadHostsRunsAreTakenOver(t *testing.T) {
+	hosts, appID := startCluster(t, 3)
+	victim := hosts[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const runs = 20
+	var all []*tracked
+	for i := range runs {
+		tr := &tracked{resumable: i%2 == 0, f: &follower{}}
+		script := "say before\nsleep 60s\nsay never"
+		if tr.resumable {
+			script = "say before\ncheckpoint\nsleep 3s\nsay after"
+		}
+		tr.id = createRun(t, victim, appID, script)
+		all = append(all, tr)
+	}
+	// Wait until every run has said "before" (and saved its state).
+	var wg sync.WaitGroup
+	for _, tr := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, tr.f.follow(ctx, []*hostProc{victim, hosts[1], hosts[2]}, appID, tr.id))
+		}()
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, tr := range all {
+		for !tr.sawBefore() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		require.True(t, tr.sawBefore(), "run %s never said before", tr.id)
+	}
+	time.Sleep(200 * time.Millisecond) // the checkpoints are saved right after
+	for _, tr := range all {
+		tr.f.mu.Lock()
+		tr.f.markSeq = tr.f.events[len(tr.f.events)-1].Seq
+		tr.f.mu.Unlock()
+	}
+	killedAt := time.Now()
+	victim.kill()
+	wg.Wait()
+
+	for _, tr := range all {
+		term := checkLog(t, tr.id, tr.f.events)
+		took := tr.f.markedAt.Sub(killedAt)
+		assert.Less(t, took, 10*time.Second, "run %s: first event of the new owner %s after the kill", tr.id, took)
+		var p struct {
+			Code   string `json:"error_code"`
+			Output string `json:"output_text"`
+		}
+		_ = json.Unmarshal(term.Payload, &p)
+		if tr.resumable {
+			assert.Equal(t, "run.completed", term.Type, "run %s: %s", tr.id, term.Payload)
+			assert.Contains(t, p.Output, "after")
+			assert.True(t, hasEvent(tr.f.events, "run.resumed"), "run %s was resumed", tr.id)
+		} else {
+			assert.Equal(t, "run.failed", term.Type, "run %s", tr.id)
+			assert.Equal(t, "HOST_LOST", p.Code)
+		}
+	}
+}
+
+// tracked is one run of TestDeadHostsRunsAreTakenOver.
+type tracked struct {
+	id        string
+	resumable bool
+	f         *follower
+}
+
+func (tr *tracked) sawBefore() bool {
+	for _, e := range tr.f.snapshot() {
+		if e.Type == "assistant.delta" {
+			return true
+		}
+	}
+	return false
+}
+
+func hasEvent(events []sseEvent, typ string) bool {
+	for _, e := range events {
+		if e.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCommandsReachTheOwner: cancel and permission answers sent to hosts
+// that do not own the run reach its owner and answer as the owner would;
+// the first decision wins on every host.
+func TestCommandsReachTheOwner(t *testing.T) {
+	hosts, appID := startCluster(t, 3)
+	owner, other, third := hosts[0], hosts[1], hosts[2]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	asking := createRun(t, owner, appID, "say hi\nask write_file may I?\nsay done")
+	var f follower
+	done := make(chan error, 1)
+	go func() { done <- f.follow(ctx, []*hostProc{third}, appID, asking) }()
+	for !hasEvent(f.snapshot(), "permission.requested") && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var body map[string]any
+	status, hdr := other.post("/admin/apps/"+appID+"/coding-agent/runs/"+asking+"/resume", `{"decision":"allow"}`, &body)
+	require.Equal(t, http.StatusAccepted, status)
+	assert.Equal(t, "resuming", body["status"])
+	assert.True(t, strings.HasPrefix(hdr.Get("X-Agenthost-Run-Owner"), "h0/"), "the owner answered: %v", hdr)
+	var refused struct {
+		Detail struct{ Code string } `json:"detail"`
+	}
+	require.Equal(t, http.StatusConflict, third.do("POST", "/admin/apps/"+appID+"/coding-agent/runs/"+asking+"/resume", map[string]any{"decision": "deny"}, &refused))
+	assert.Equal(t, "RUN_NOT_PAUSED", refused.Detail.Code)
+	require.NoError(t, <-done)
+	term := checkLog(t, asking, f.events)
+	assert.Equal(t, "run.completed", term.Type)
+	assert.True(t, hasEvent(f.events, "permission.resolved"))
+
+	sleeping := createRun(t, owner, appID, "say hi\nsleep 60s\nsay never")
+	var g follower
+	go func() { done <- g.follow(ctx, []*hostProc{other}, appID, sleeping) }()
+	for len(g.snapshot()) < 3 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	status, hdr = third.post("/admin/apps/"+appID+"/coding-agent/runs/"+sleeping+"/cancel", "", &body)
+	require.Equal(t, http.StatusAccepted, status)
+	assert.True(t, strings.HasPrefix(hdr.Get("X-Agenthost-Run-Owner"), "h0/"), "the owner answered: %v", hdr)
+	require.NoError(t, <-done)
+	assert.Equal(t, "run.cancelled", checkLog(t, sleeping, g.events).Type)
+	require.Equal(t, http.StatusConflict, other.do("POST", "/admin/apps/"+appID+"/coding-agent/runs/"+sleeping+"/cancel", nil, &refused))
+	assert.Equal(t, "RUN_FINISHED", refused.Detail.Code)
+}
+
+func (f *follower) snapshot() []sseEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]sseEvent(nil), f.events...)
+}
+
+// TestPausedHostIsFenced: a host stopped with SIGSTOP past its lease loses
+// its run to another host; when it is continued, nothing it tries to write
+// for the run gets into the log or the run's row.
+func TestPausedHostIsFenced(t *testing.T) {
+	hosts, appID := startCluster(t, 2)
+	stale, taker := hosts[0], hosts[1]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runID := createRun(t, stale, appID, "say before\nsleep 2s\ndeltas 300\nsay stale end")
+	var f follower
+	done := make(chan error, 1)
+	go func() { done <- f.follow(ctx, []*hostProc{taker}, appID, runID) }()
+	for len(f.snapshot()) < 3 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, syscall.Kill(stale.cmd.Process.Pid, syscall.SIGSTOP))
+	require.NoError(t, <-done, "the taker settles the run while the owner is stopped")
+	term := checkLog(t, runID, f.events)
+	require.Equal(t, "run.failed", term.Type)
+	assert.Contains(t, string(term.Payload), "HOST_LOST")
+	before := len(f.events)
+
+	require.NoError(t, syscall.Kill(stale.cmd.Process.Pid, syscall.SIGCONT))
+	// The stale host wakes past its sleep and tries to write 300 deltas
+	// and the end; it learns at its first write that the run is gone.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stale.logs.String(), "another host took this run over") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Contains(t, stale.logs.String(), "another host took this run over", "the stale host noticed")
+	var replay follower
+	require.NoError(t, replay.follow(ctx, []*hostProc{stale}, appID, runID))
+	assert.Len(t, replay.events, before, "nothing of the stale host reached the log")
+	var r killRun
+	stale.do("GET", "/admin/apps/"+appID+"/coding-agent/runs/"+runID, nil, &r)
+	assert.Equal(t, "failed", r.Status)
+	assert.Equal(t, "HOST_LOST", r.ErrorCode)
+}
+
+// post sends a raw JSON body and returns the status and headers.
+func (h *hostProc) post(path, body string, out any) (int, http.Header) {
+	h.t.Helper()
+	req, err := http.NewRequest("POST", h.url+path, strings.NewReader(body))
+	require.NoError(h.t, err)
+	req.Header.Set("Authorization", "Bearer kill-token")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	if out != nil {
+		require.NoError(h.t, json.NewDecoder(resp.Body).Decode(out))
+	}
+	return resp.StatusCode, resp.Header
+}

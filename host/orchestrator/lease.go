@@ -1,0 +1,89 @@
+package orchestrator
+
+import (
+	"context"
+
+	"github.com/agenthost/agenthost/core"
+)
+
+// With several hosts on one database, a run's writes are fenced by its
+// owner's lease (see the store). A host whose lease lapsed — paused past
+// it, cut off from the database — may find on its return that another host
+// took its runs over: its writes for them are refused with CodeLeaseLost.
+// Such a run is the other host's now, so this one lets go of it without
+// writing anything more: no terminal event, no revision, no status.
+
+// noteLeaseLost marks the run lost when err says its lease was taken; the
+// caller holds ar.mu. The engine's context ends, so the run winds down and
+// finish lets go of it.
+func noteLeaseLost(ar *activeRun, err error) {
+	if core.CodeOf(err) != core.CodeLeaseLost {
+		return
+	}
+	if ar.failCode != core.CodeLeaseLost {
+		ar.failCode, ar.failMsg = core.CodeLeaseLost, err.Error()
+	}
+	ar.cancel()
+}
+
+// leaseLost reports whether the run was found taken over.
+func (ar *activeRun) leaseLost() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.failCode == core.CodeLeaseLost
+}
+
+// letGo forgets a run another host took over: it leaves this host's
+// active runs, its waiters are released, and its sandbox is stopped. It
+// writes nothing.
+func (o *Orchestrator) letGo(ar *activeRun, ref *sandboxRef) {
+	o.log.Warn("another host took this run over (this host's lease lapsed); it stops here without writing", "run", ar.run.ID)
+	o.releaseWarm(ar, false)
+	o.mu.Lock()
+	if o.active[ar.run.ID] == ar {
+		delete(o.active, ar.run.ID)
+	}
+	o.mu.Unlock()
+	ar.cancel()
+	ar.mu.Lock()
+	ar.finished = true
+	ar.idle = false
+	done := ar.done
+	ar.mu.Unlock()
+	select {
+	case <-done:
+	default:
+		close(done)
+	}
+	if ref != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
+		defer cancel()
+		if err := ref.client.Stop(stopCtx, ref.id); err != nil {
+			o.log.Warn("stop sandbox", "run", ar.run.ID, "sandbox", ref.id, "error", err)
+		}
+	}
+}
+
+// Relinquish lets go of every run this host holds: its lease was taken and
+// other hosts own them now. Runs executing stop (their writes are refused
+// anyway); paused ones are forgotten here.
+func (o *Orchestrator) Relinquish() {
+	o.mu.Lock()
+	runs := make([]*activeRun, 0, len(o.active))
+	for _, ar := range o.active {
+		runs = append(runs, ar)
+	}
+	o.mu.Unlock()
+	for _, ar := range runs {
+		ar.mu.Lock()
+		idle := ar.idle
+		ar.failCode, ar.failMsg = core.CodeLeaseLost, "this host's lease was taken over"
+		ref := ar.ref
+		ar.mu.Unlock()
+		if idle {
+			o.letGo(ar, ref)
+			continue
+		}
+		ar.cancel()
+	}
+}

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agenthost/agenthost/core"
+	"github.com/jmoiron/sqlx"
+)
+
+// Several hosts may share one PostgreSQL database (docs/scale-out.md). Each
+// host process registers under a lease key — its host id, "/", and a
+// random incarnation — and renews the lease while it lives. A run is owned
+// by the lease key of the host executing it: a run's lease is its owner's
+// host lease, so one heartbeat renews all of a host's runs at once. Every
+// write a host makes for a run (its events, its status, its engine state)
+// is conditional on the run still being its own, so a host that lost its
+// lease (paused past it, cut off) and comes back cannot write for a run
+// another host took over.
+
+// SetOwner makes key the owner of every run this store records from now on
+// and, on PostgreSQL, fences every write for a run by it. Called once, at
+// start-up, before any run is started.
+func (s *Store) SetOwner(key string) { s.owner = key }
+
+// Owner is the lease key set by SetOwner ("" for none).
+func (s *Store) Owner() string { return s.owner }
+
+// fenced reports whether writes for a run must check its owner: on a
+// database several hosts can share, once the host has a lease key. SQLite
+// serves one host (the host refuses a second one on the same file).
+func (s *Store) fenced() bool { return s.dialect == Postgres && s.owner != "" }
+
+// claimNew marks a run this host records as its own.
+func (s *Store) claimNew(r *core.Run) {
+	if r.Owner == "" {
+		r.Owner = s.owner
+	}
+}
+
+// leaseLost is the refusal of a write for a run another host owns.
+func leaseLost(runID, owner string) error {
+	if owner == "" {
+		owner = "no host"
+	}
+	return core.Errf(core.CodeLeaseLost, "", "run %s is owned by %s now, not by this host: its lease lapsed and the run was taken over", runID, owner)
+}
+
+// activeStatuses are the run states a host holds a run in.
+var activeStatuses = []any{string(core.RunQueued), string(core.RunRunning), string(core.RunPaused)}
+
+// HostRecord is one live or lapsed host process.
+type HostRecord struct {
+	LeaseKey    string    `json:"lease_key"`
+	HostID      string    `json:"host_id"`
+	StartedAt   time.Time `json:"started_at"`
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+	LeaseUntil  time.Time `json:"lease_until"`
+}
+
+type hostRow struct {
+	LeaseKey    string `db:"lease_key"`
+	HostID      string `db:"host_id"`
+	StartedAt   int64  `db:"started_at"`
+	HeartbeatAt int64  `db:"heartbeat_at"`
+	LeaseUntil  int64  `db:"lease_until"`
+}
+
+func (h hostRow) record() HostRecord {
+	return HostRecord{LeaseKey: h.LeaseKey, HostID: h.HostID, StartedAt: fromMS(h.StartedAt), HeartbeatAt: fromMS(h.HeartbeatAt), LeaseUntil: fromMS(h.LeaseUntil)}
+}
+
+// RegisterHost records a host process's lease, valid for ttl from now.
+func (s *Store) RegisterHost(ctx context.Context, leaseKey, hostID string, ttl time.Duration) error {
+	now := time.Now()
+	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO hosts (lease_key, host_id, started_at, heartbeat_at, lease_until) VALUES (?, ?, ?, ?, ?)`),
+		leaseKey, hostID, now.UnixMilli(), now.UnixMilli(), now.Add(ttl).UnixMilli())
+	return translate(err)
+}
+
+// RenewHost pushes a host's lease to ttl from now. ok is false when its row
+// is gone: another host declared it dead and took its runs over.
+func (s *Store) RenewHost(ctx context.Context, leaseKey string, ttl time.Duration) (ok bool, err error) {
+	now := time.Now()
+	res, err := s.w.ExecContext(ctx, s.rebind(`UPDATE hosts SET heartbeat_at = ?, lease_until = ? WHERE lease_key = ?`),
+		now.UnixMilli(), now.Add(ttl).UnixMilli(), leaseKey)
+	if err != nil {
+		return false, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// RemoveHost deletes a host's row when it stops cleanly (its runs are
+// settled by then), so nobody waits for its lease to lapse.
+func (s *Store) RemoveHost(ctx context.Context, leaseKey string) error {
+	_, err := s.w.ExecContext(ctx, s.rebind(`DELETE FROM hosts WHERE lease_key = ?`), leaseKey)
+	return translate(err)
+}
+
+// Hosts lists the registered host processes, live or lapsed, by host id.
+func (s *Store) Hosts(ctx context.Context) ([]HostRecord, error) {
+	var rows []hostRow
+	if err := s.r.SelectContext(ctx, &rows, `SELECT lease_key, host_id, started_at, heartbeat_at, lease_until FROM hosts ORDER BY host_id, started_at`); err != nil {
+		return nil, translate(err)
+	}
+	out := make([]HostRecord, len(rows))
+	for i, r := range rows {
+		out[i] = r.record()
+	}
+	return out, nil
+}
+
+// LostOwners returns the owners of active runs (queued, running, paused)
+// that hold no live lease at now: hosts that died, or stopped renewing,
+// and "" for runs nobody owns.
+func (s *Store) LostOwners(ctx context.Context, now time.Time) ([]string, error) {
+	q, args, err := sqlx.In(`SELECT DISTINCT owner FROM runs WHERE status IN (?)
+ AND owner NOT IN (SELECT lease_key FROM hosts WHERE lease_until >= ?)`, activeStatuses, now.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	var owners []string
+	if err := s.r.SelectContext(ctx, &owners, s.rebind(q), args...); err != nil {
+		return nil, translate(err)
+	}
+	return owners, nil
+}
+
+// ClaimRuns makes this host (SetOwner's key) the owner of the active runs
+// of lost, a lease key whose lease has lapsed by now, and returns them. In
+// one transaction it first removes lost's host row, so that host finds out
+// at its next renewal; if that lease was renewed in the meantime nothing
+// is claimed (nil). Of hosts claiming the same runs at once, each run goes
+// to exactly one.
+func (s *Store) ClaimRuns(ctx context.Context, lost string, now time.Time) ([]*core.Run, error) {
+	if s.owner == "" {
+		return nil, errors.New("claim runs: this store has no owner (SetOwner)")
+	}
+	var out []*core.Run
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM hosts WHERE lease_key = ? AND lease_until < ?`), lost, now.UnixMilli()); err != nil {
+			return translate(err)
+		}
+		var alive int
+		if err := tx.GetContext(ctx, &alive, tx.Rebind(`SELECT COUNT(*) FROM hosts WHERE lease_key = ?`), lost); err != nil {
+			return translate(err)
+		}
+		if alive > 0 {
+			return nil // it renewed its lease: not lost after all
+		}
+		q, args, err := sqlx.In(`UPDATE runs SET owner = ?, updated_at = ? WHERE owner = ? AND status IN (?) RETURNING `+runColumns,
+			s.owner, time.Now().UnixMilli(), lost, activeStatuses)
+		if err != nil {
+			return err
+		}
+		var rows []runRow
+		if err := tx.SelectContext(ctx, &rows, tx.Rebind(q), args...); err != nil {
+			return translate(err)
+		}
+		for _, r := range rows {
+			out = append(out, r.toRun())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RunOwner returns a run's owner and whether that owner's lease is live
+// now ("" and false for a run nobody owns).
+func (s *Store) RunOwner(ctx context.Context, runID string, now time.Time) (owner string, live bool, err error) {
+	var row struct {
+		Owner string        `db:"owner"`
+		Until sql.NullInt64 `db:"lease_until"`
+	}
+	err = s.r.GetContext(ctx, &row, s.rebind(`SELECT r.owner, h.lease_until FROM runs r LEFT JOIN hosts h ON h.lease_key = r.owner WHERE r.id = ?`), runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, notFound("run", runID)
+	}
+	if err != nil {
+		return "", false, translate(err)
+	}
+	return row.Owner, row.Owner != "" && row.Until.Valid && row.Until.Int64 >= now.UnixMilli(), nil
+}
+
+// LiveHostLeases returns the lease keys of host id's processes other than
+// except whose leases are live at now (another process of the same host id
+// still running, or one that died less than a lease ago).
+func (s *Store) LiveHostLeases(ctx context.Context, hostID, except string, now time.Time) ([]string, error) {
+	var keys []string
+	err := s.r.SelectContext(ctx, &keys, s.rebind(`SELECT lease_key FROM hosts WHERE host_id = ? AND lease_key <> ? AND lease_until >= ?`), hostID, except, now.UnixMilli())
+	return keys, translate(err)
+}
+
+// EarlierIncarnations returns the lease keys, other than except, that own
+// active runs under host id hostID (keys hostID + "/…"): processes of this
+// host that ended without settling their runs.
+func (s *Store) EarlierIncarnations(ctx context.Context, hostID, except string) ([]string, error) {
+	prefix := hostID + "/"
+	q, args, err := sqlx.In(`SELECT DISTINCT owner FROM runs WHERE status IN (?) AND substr(owner, 1, ?) = ? AND owner <> ?`,
+		activeStatuses, len(prefix), prefix, except)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	if err := s.r.SelectContext(ctx, &keys, s.rebind(q), args...); err != nil {
+		return nil, fmt.Errorf("earlier incarnations: %w", translate(err))
+	}
+	return keys, nil
+}

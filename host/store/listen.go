@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// Notices are what a host hears from the others through the database.
+// Every callback must return quickly (it runs on the listener's goroutine).
+type Notices struct {
+	// Event: a commit of run runID's events up to seq.
+	Event func(runID string, seq int64)
+	// Command: a new command for the host with this lease key.
+	Command func(owner string)
+	// Answer: command id was answered.
+	Answer func(id int64)
+	// Resync: notifications may have been missed (the listening
+	// connection was lost and is back): every waiter should read the
+	// truth from the tables again.
+	Resync func()
+}
+
+// Listen delivers PostgreSQL notifications to n until ctx ends. It keeps
+// one connection of its own, re-established (with a Resync) when it
+// drops. It returns at once on SQLite, which has one host and nobody to
+// hear from.
+func (s *Store) Listen(ctx context.Context, n Notices) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	lost := make(chan struct{}, 1)
+	l := pq.NewListener(s.connStr, 50*time.Millisecond, 2*time.Second, func(ev pq.ListenerEventType, _ error) {
+		if ev == pq.ListenerEventReconnected || ev == pq.ListenerEventConnectionAttemptFailed {
+			select {
+			case lost <- struct{}{}:
+			default:
+			}
+		}
+	})
+	for _, ch := range []string{EventsChannel, CommandsChannel, AnswersChannel} {
+		if err := l.Listen(ch); err != nil && !errors.Is(err, pq.ErrChannelAlreadyOpen) {
+			l.Close()
+			return err
+		}
+	}
+	go func() {
+		defer l.Close()
+		ping := time.NewTicker(5 * time.Second)
+		defer ping.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-lost:
+				if n.Resync != nil {
+					n.Resync()
+				}
+			case <-ping.C:
+				// A connection that died quietly is only noticed when
+				// used; the reconnect then resyncs.
+				go func() { _ = l.Ping() }()
+			case msg, ok := <-l.Notify:
+				if !ok {
+					return
+				}
+				if msg == nil {
+					// pq sends nil after re-establishing the connection.
+					if n.Resync != nil {
+						n.Resync()
+					}
+					continue
+				}
+				dispatch(msg, n)
+			}
+		}
+	}()
+	return nil
+}
+
+func dispatch(msg *pq.Notification, n Notices) {
+	switch msg.Channel {
+	case EventsChannel:
+		run, seq, ok := strings.Cut(msg.Extra, " ")
+		v, err := strconv.ParseInt(seq, 10, 64)
+		if ok && err == nil && n.Event != nil {
+			n.Event(run, v)
+		}
+	case CommandsChannel:
+		if n.Command != nil {
+			n.Command(msg.Extra)
+		}
+	case AnswersChannel:
+		if v, err := strconv.ParseInt(msg.Extra, 10, 64); err == nil && n.Answer != nil {
+			n.Answer(v)
+		}
+	}
+}
