@@ -40,6 +40,9 @@ type forwardedCommand struct {
 // resume.
 var forwardable = regexp.MustCompile(`^/admin/apps/[A-Za-z0-9_-]+/coding-agent/runs/([A-Za-z0-9_-]+)/(cancel|resume)$`)
 
+// Router is the API's router (a Gin engine), what ServeHTTP serves.
+func (s *Server) Router() http.Handler { return s.handler }
+
 // SetCluster makes the API pass commands about runs other live hosts own
 // to them; call it before serving.
 func (s *Server) SetCluster(c Cluster) { s.deps.Cluster = c }

@@ -118,7 +118,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		srv.SetCluster(member)
 	}
 	h.Member = member
-	h.Handler = srv
+	h.Handler = srv.Router()
 	log.Info("host joined", "host_id", member.HostID(), "lease", member.LeaseKey(), "lease_ttl", member.LeaseTTL())
 	return h, nil
 }

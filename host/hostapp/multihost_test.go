@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +29,11 @@ const multiLease = 1000 * time.Millisecond
 // other, on one fresh PostgreSQL schema, with the mock engine and the local
 // sandbox, and creates an app through the first.
 func startCluster(t *testing.T, n int) (hosts []*hostProc, appID string) {
+	return startClusterB(t, n)
+}
+
+// startClusterB is startCluster for tests and benchmarks.
+func startClusterB(t testing.TB, n int) (hosts []*hostProc, appID string) {
 	t.Helper()
 	dbURL := testenv.PostgresURL(t)
 	configDir := testenv.PluginConfigDir(t, "mock", "local")
@@ -42,6 +50,11 @@ func startCluster(t *testing.T, n int) (hosts []*hostProc, appID string) {
 
 // createRun starts a mock run with the script on h.
 func createRun(t *testing.T, h *hostProc, appID, script string) string {
+	return createRunB(t, h, appID, script)
+}
+
+// createRunB is createRun for tests and benchmarks.
+func createRunB(t testing.TB, h *hostProc, appID, script string) string {
 	t.Helper()
 	var run struct{ ID string }
 	require.Equal(t, http.StatusCreated, h.do("POST", "/admin/apps/"+appID+"/coding-agent/runs", map[string]any{"engine": "mock", "prompt": script}, &run))
@@ -258,6 +271,11 @@ func TestDeadHostsRunsAreTakenOver(t *testing.T) {
 	killedAt := time.Now()
 	victim.kill()
 	wg.Wait()
+	var slowest time.Duration
+	for _, tr := range all {
+		slowest = max(slowest, tr.f.markedAt.Sub(killedAt))
+	}
+	t.Logf("takeover: the last of %d runs had its new owner's first event %s after the kill (lease %s)", runs, slowest, multiLease)
 
 	for _, tr := range all {
 		term := checkLog(t, tr.id, tr.f.events)
@@ -408,4 +426,22 @@ func (h *hostProc) post(path, body string, out any) (int, http.Header) {
 		require.NoError(h.t, json.NewDecoder(resp.Body).Decode(out))
 	}
 	return resp.StatusCode, resp.Header
+}
+
+// TestSecondHostOnSQLiteRefused: SQLite serves one host; a second process
+// on the same database file refuses to start and says why.
+func TestSecondHostOnSQLiteRefused(t *testing.T) {
+	dataDir := t.TempDir()
+	env := []string{"AGENTHOST_DATA_DIR=" + dataDir, "AGENTHOST_PLUGIN_DIR=" + binDir,
+		"AGENTHOST_PLUGIN_CONFIG_DIR=" + testenv.PluginConfigDir(t, "mock", "local"), "AGENTHOST_BOOTSTRAP_TOKEN=kill-token"}
+	first := startHostProc(t, env)
+	second := exec.Command(filepath.Join(binDir, "agenthost"), "serve")
+	second.Env = append(append(os.Environ(), env...), "AGENTHOST_LISTEN="+freeAddr(t))
+	out, err := second.CombinedOutput()
+	require.Error(t, err, "the second host must not start")
+	assert.Contains(t, string(out), fmt.Sprintf("another agenthost process (pid %d) already serves the SQLite database", first.cmd.Process.Pid))
+	assert.Contains(t, string(out), "run several hosts on PostgreSQL")
+	// The first one is unharmed.
+	var apps map[string]any
+	assert.Equal(t, http.StatusOK, first.do("GET", "/admin/apps", nil, &apps))
 }

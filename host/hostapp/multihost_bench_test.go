@@ -1,0 +1,75 @@
+package hostapp_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkCrossHostDelivery: 50 runs at once on one host, each emitting
+// 100 time-stamped deltas, streamed from the same host ("same_host") or
+// from another host sharing the database ("other_host"). It reports the
+// delivery latency from the engine's emit to the client's read, p50 and
+// p99, over every event of the iteration. Two real hosts on PostgreSQL.
+func BenchmarkCrossHostDelivery(b *testing.B) {
+	hosts, appID := startClusterB(b, 2)
+	for _, bc := range []struct {
+		name   string
+		stream *hostProc
+	}{{"same_host", hosts[0]}, {"other_host", hosts[1]}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var lat []float64
+			for range b.N {
+				lat = append(lat, deliveryRound(b, hosts[0], bc.stream, appID, 50, 100)...)
+			}
+			slices.Sort(lat)
+			b.ReportMetric(lat[len(lat)/2], "p50_ms")
+			b.ReportMetric(lat[len(lat)*99/100], "p99_ms")
+		})
+	}
+}
+
+// deliveryRound runs `runs` stamping runs on owner, streamed from reader,
+// and returns every event's delivery latency in ms.
+func deliveryRound(b *testing.B, owner, reader *hostProc, appID string, runs, stamps int) []float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var lat []float64
+	var wg sync.WaitGroup
+	for range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runID := createRunB(b, owner, appID, fmt.Sprintf("stamps %d", stamps))
+			_, err := streamFrom(ctx, reader, appID, runID, 0, func(e sseEvent) {
+				if e.Type != "assistant.delta" {
+					return
+				}
+				now := time.Now().UnixNano()
+				var p struct {
+					Text string `json:"text"`
+				}
+				_ = json.Unmarshal(e.Payload, &p)
+				ns, err := strconv.ParseInt(strings.TrimSpace(p.Text), 10, 64)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				lat = append(lat, float64(now-ns)/1e6)
+				mu.Unlock()
+			})
+			if err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return lat
+}
