@@ -68,12 +68,7 @@ func (o *Orchestrator) letGo(ar *activeRun, ref *sandboxRef) {
 // other hosts own them now. Runs executing stop (their writes are refused
 // anyway); paused ones are forgotten here.
 func (o *Orchestrator) Relinquish() {
-	o.mu.Lock()
-	runs := make([]*activeRun, 0, len(o.active))
-	for _, ar := range o.active {
-		runs = append(runs, ar)
-	}
-	o.mu.Unlock()
+	runs := o.activeRuns()
 	for _, ar := range runs {
 		ar.mu.Lock()
 		idle := ar.idle
@@ -86,4 +81,15 @@ func (o *Orchestrator) Relinquish() {
 		}
 		ar.cancel()
 	}
+}
+
+// activeRuns returns the runs this host holds now.
+func (o *Orchestrator) activeRuns() []*activeRun {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	runs := make([]*activeRun, 0, len(o.active))
+	for _, ar := range o.active {
+		runs = append(runs, ar)
+	}
+	return runs
 }

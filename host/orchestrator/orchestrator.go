@@ -292,11 +292,8 @@ func (o *Orchestrator) Wait(ctx context.Context, runID string) (*core.Run, error
 func (o *Orchestrator) Shutdown(ctx context.Context) {
 	o.mu.Lock()
 	o.closed = true
-	runs := make([]*activeRun, 0, len(o.active))
-	for _, ar := range o.active {
-		runs = append(runs, ar)
-	}
 	o.mu.Unlock()
+	runs := o.activeRuns()
 	for _, ar := range runs {
 		ar.mu.Lock()
 		idle := ar.idle
@@ -491,12 +488,7 @@ func (o *Orchestrator) lookup(runID string) (*activeRun, error) {
 
 // onCrash fails every active run that depends on the plugin that died.
 func (o *Orchestrator) onCrash(ev pluginmgr.CrashEvent) {
-	o.mu.Lock()
-	runs := make([]*activeRun, 0, len(o.active))
-	for _, ar := range o.active {
-		runs = append(runs, ar)
-	}
-	o.mu.Unlock()
+	runs := o.activeRuns()
 	for _, ar := range runs {
 		ar.mu.Lock()
 		var code string
