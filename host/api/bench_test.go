@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,17 +53,6 @@ func BenchmarkCreateRun(b *testing.B) {
 	}
 }
 
-// pacedStamps gives the client 300 ms to attach, then emits one stamped
-// delta every 10 ms: latency, not a backlog, is what gets measured.
-func pacedStamps(n int) string {
-	var b strings.Builder
-	b.WriteString("sleep 300ms\n")
-	for i := 0; i < n; i++ {
-		b.WriteString("stamps 1\nsleep 10ms\n")
-	}
-	return b.String()
-}
-
 // BenchmarkEventDelivery: the engine stamps each delta with its emit time;
 // an SSE client per run measures emit → read, with `runs` runs streaming at
 // once (100 events/s each).
@@ -79,7 +69,7 @@ func BenchmarkEventDelivery(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					var wg sync.WaitGroup
 					for r := 0; r < runs; r++ {
-						run := e.createRun(e.tokenA, app, pacedStamps(perRun))
+						run := e.createRun(e.tokenA, app, testenv.PacedStamps(perRun))
 						wg.Add(1)
 						go func() {
 							defer wg.Done()

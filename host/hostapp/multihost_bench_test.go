@@ -3,20 +3,22 @@ package hostapp_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/host/internal/testenv"
 )
 
 // BenchmarkCrossHostDelivery: 50 runs at once on one host, each emitting
-// 100 time-stamped deltas, streamed from the same host ("same_host") or
-// from another host sharing the database ("other_host"). It reports the
-// delivery latency from the engine's emit to the client's read, p50 and
-// p99, over every event of the iteration. Two real hosts on PostgreSQL.
+// 50 time-stamped deltas 10 ms apart (testenv.PacedStamps), streamed from
+// the same host ("same_host") or from another host sharing the database
+// ("other_host"). It reports the delivery latency from the engine's emit
+// to the client's read, p50 and p99, over every event of the iteration.
+// Two real hosts on PostgreSQL.
 func BenchmarkCrossHostDelivery(b *testing.B) {
 	hosts, appID := startClusterB(b, 2)
 	for _, bc := range []struct {
@@ -26,7 +28,7 @@ func BenchmarkCrossHostDelivery(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			var lat []float64
 			for range b.N {
-				lat = append(lat, deliveryRound(b, hosts[0], bc.stream, appID, 50, 100)...)
+				lat = append(lat, deliveryRound(b, hosts[0], bc.stream, appID, 50, 50)...)
 			}
 			slices.Sort(lat)
 			b.ReportMetric(lat[len(lat)/2], "p50_ms")
@@ -35,8 +37,8 @@ func BenchmarkCrossHostDelivery(b *testing.B) {
 	}
 }
 
-// deliveryRound runs `runs` stamping runs on owner, streamed from reader,
-// and returns every event's delivery latency in ms.
+// deliveryRound runs `runs` paced stamping runs on owner, streamed from
+// reader, and returns every event's delivery latency in ms.
 func deliveryRound(b *testing.B, owner, reader *hostProc, appID string, runs, stamps int) []float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -47,7 +49,7 @@ func deliveryRound(b *testing.B, owner, reader *hostProc, appID string, runs, st
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runID := createRunB(b, owner, appID, fmt.Sprintf("stamps %d", stamps))
+			runID := createRunB(b, owner, appID, testenv.PacedStamps(stamps))
 			_, err := streamFrom(ctx, reader, appID, runID, 0, func(e sseEvent) {
 				if e.Type != "assistant.delta" {
 					return

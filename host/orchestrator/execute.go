@@ -309,6 +309,10 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 			out = o.applyResult(ctx, ar, ref, out)
 		}
 		ar.mark("apply", time.Since(applyStart))
+		if ar.leaseLost() {
+			o.letGo(ar, ref)
+			return
+		}
 	}
 
 	if out.status == core.RunPaused {

@@ -114,6 +114,12 @@ func (o *Orchestrator) applyResult(ctx context.Context, ar *activeRun, ref *sand
 			"message": fmt.Sprintf("%d path(s) of the sandbox cannot be stored and are left out of the result: %s", len(res.LeftOut), joinPaths(res.LeftOut))})
 	}
 	applied, err := o.results.ApplyResult(ctx, ar.run, res)
+	if core.CodeOf(err) == core.CodeLeaseLost {
+		ar.mu.Lock()
+		noteLeaseLost(ar, err)
+		ar.mu.Unlock()
+		return failed(core.CodeLeaseLost, "%v", err)
+	}
 	for _, ev := range applied.Events {
 		_ = o.emitWith(ctx, ar, ev, nil)
 	}

@@ -49,6 +49,24 @@ func leaseLost(runID, owner string) error {
 	return core.Errf(core.CodeLeaseLost, "", "run %s is owned by %s now, not by this host: its lease lapsed and the run was taken over", runID, owner)
 }
 
+// holdRun share-locks a run's row for the rest of tx if this host owns the
+// run, so no takeover can commit before tx does; otherwise it refuses
+// with CodeLeaseLost.
+func (s *Store) holdRun(ctx context.Context, tx *sqlx.Tx, runID string) error {
+	var owner string
+	err := tx.GetContext(ctx, &owner, tx.Rebind(`SELECT owner FROM runs WHERE id = ? FOR SHARE`), runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("run", runID)
+	}
+	if err != nil {
+		return translate(err)
+	}
+	if owner != s.owner {
+		return leaseLost(runID, owner)
+	}
+	return nil
+}
+
 // activeStatuses are the run states a host holds a run in.
 var activeStatuses = []any{string(core.RunQueued), string(core.RunRunning), string(core.RunPaused)}
 

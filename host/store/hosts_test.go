@@ -8,6 +8,7 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/internal/testenv"
+	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +33,8 @@ func twoHosts(t *testing.T, ttlA time.Duration) (a, b *Store) {
 // TestLeaseFencesEveryWrite: once host b has taken host a's run over (a's
 // lease lapsed), every write a makes for it is refused with
 // RUN_LEASE_LOST and changes nothing — events, status, engine state — and
-// a learns at its next renewal that it was declared dead. b's own events
+// a learns at its next renewal that it was declared dead. Nor can a
+// store a revision for the run. b's own events
 // continue the log with no gap.
 func TestLeaseFencesEveryWrite(t *testing.T) {
 	a, b := twoHosts(t, 50*time.Millisecond)
@@ -72,6 +74,11 @@ func TestLeaseFencesEveryWrite(t *testing.T) {
 	assert.Equal(t, core.CodeLeaseLost, core.CodeOf(a.SaveEngineState(ctx, r.ID, []byte("stale"), nil)))
 	_, _, err = a.FinishRun(ctx, &next, []core.RunStatus{core.RunQueued}, core.EventInput{Type: core.EventRunFailed}, nil)
 	assert.Equal(t, core.CodeLeaseLost, core.CodeOf(err), "%v", err)
+	_, _, err = a.CreateRevision(ctx, NewRevision{ID: "rev_stale", AppID: "app1", Source: "run", RunID: r.ID,
+		Files: []sandbox.File{{Path: "index.html", Data: []byte("stale"), Mode: 0o644}}})
+	assert.Equal(t, core.CodeLeaseLost, core.CodeOf(err), "%v", err)
+	_, _, err = b.GetRevision(ctx, "rev_stale")
+	assert.ErrorIs(t, err, ErrNotFound, "no revision of the stale host's result")
 	ok, err := a.RenewHost(ctx, "a/1", time.Minute)
 	require.NoError(t, err)
 	assert.False(t, ok, "a finds out it was declared dead")

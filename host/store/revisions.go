@@ -83,6 +83,13 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 	}
 	var stats WriteStats
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		if nr.RunID != "" && s.fenced() {
+			// A run's result is its owner's to store: a host that lost
+			// the run's lease must not add a revision for it.
+			if err := s.holdRun(ctx, tx, nr.RunID); err != nil {
+				return err
+			}
+		}
 		stats, err = s.writeRevision(ctx, tx, pr)
 		return err
 	})
