@@ -76,6 +76,10 @@ type Cluster interface {
 	// owns the run, or just took it over from a lost host), else the lease
 	// key of the live host that owns it.
 	Route(ctx context.Context, runID string) (string, error)
+	// RouteChat returns "" when a chat's next run is to be created here,
+	// else the lease key of the live host holding the chat's warm sandbox
+	// and the id of the chat's run it owns (via).
+	RouteChat(ctx context.Context, chatID string) (via, owner string, err error)
 	// Forward passes a command to the run's owner and returns the HTTP
 	// status and body it answered with.
 	Forward(ctx context.Context, runID, owner, kind string, body []byte) (int, []byte, error)

@@ -34,14 +34,25 @@ type forwardedCommand struct {
 	Body      string          `json:"body"`
 	Principal store.Principal `json:"principal"`
 	RequestID string          `json:"request_id"`
+	// IdempotencyKey is the request's Idempotency-Key header.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // forwardable are the requests that may be passed on: a run's cancel and
-// resume.
-var forwardable = regexp.MustCompile(`^/admin/apps/[A-Za-z0-9_-]+/coding-agent/runs/([A-Za-z0-9_-]+)/(cancel|resume)$`)
+// resume; and createRun, the chat's next run to the host holding its warm
+// sandbox.
+var (
+	forwardable       = regexp.MustCompile(`^/admin/apps/[A-Za-z0-9_-]+/coding-agent/runs/([A-Za-z0-9_-]+)/(cancel|resume)$`)
+	forwardableCreate = regexp.MustCompile(`^/admin/apps/[A-Za-z0-9_-]+/coding-agent/runs$`)
+)
 
 // Router is the API's router (a Gin engine), what ServeHTTP serves.
 func (s *Server) Router() http.Handler { return s.handler }
+
+// ErrOwnerGone is what Cluster.Forward returns (wrapped or as is) when the
+// owner did not take the command up, which was then withdrawn: it was not
+// carried out and will not be.
+var ErrOwnerGone = errors.New("the run's owner did not take the command up")
 
 // SetCluster makes the API pass commands about runs other live hosts own
 // to them; call it before serving.
@@ -79,6 +90,41 @@ func (s *Server) routed(c *gin.Context, r *core.Run, kind string) bool {
 	cmd, _ := json.Marshal(forwardedCommand{Method: c.Request.Method, Path: c.Request.URL.Path, Body: string(body),
 		Principal: principal(c), RequestID: c.GetString("request_id")})
 	status, answer, err := s.deps.Cluster.Forward(ctx, r.ID, owner, kind, cmd)
+	if errors.Is(err, ErrOwnerGone) {
+		err = core.Errf(core.CodeOwnerUnreachable, "", "the host that owns run %s (%s) does not answer; its runs are taken over when its lease lapses, within seconds: retry then", r.ID, owner)
+		c.Header("Retry-After", "2")
+	}
+	if err != nil {
+		_ = c.Error(err)
+		return true
+	}
+	c.Header("X-Agenthost-Run-Owner", owner)
+	c.Data(status, "application/json; charset=utf-8", answer)
+	return true
+}
+
+// routedChat passes a chat's next run on to the live host that ran the
+// chat's newest run — its warm sandbox is there — and answers with what
+// that host answered; it reports whether it did. req is the parsed body.
+func (s *Server) routedChat(c *gin.Context, req createRunRequest) bool {
+	ctx := c.Request.Context()
+	if s.deps.Cluster == nil || ctx.Value(forwardedKey{}) != nil {
+		return false
+	}
+	via, owner, err := s.deps.Cluster.RouteChat(ctx, req.ChatSessionID)
+	if err != nil || owner == "" {
+		return false // a failed lookup costs the warm start, not the run
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return false
+	}
+	cmd, _ := json.Marshal(forwardedCommand{Method: c.Request.Method, Path: c.Request.URL.Path, Body: string(body),
+		Principal: principal(c), RequestID: c.GetString("request_id"), IdempotencyKey: c.GetHeader("Idempotency-Key")})
+	status, answer, err := s.deps.Cluster.Forward(ctx, via, owner, "create", cmd)
+	if errors.Is(err, ErrOwnerGone) {
+		return false // that host seems gone: the run starts here, in a fresh sandbox
+	}
 	if err != nil {
 		_ = c.Error(err)
 		return true
@@ -97,8 +143,12 @@ func (s *Server) ExecuteCommand(ctx context.Context, cmd store.RunCommand) (int,
 		return commandError(http.StatusBadRequest, core.CodeInvalidRequest, "the forwarded command is not JSON")
 	}
 	m := forwardable.FindStringSubmatch(fc.Path)
-	if fc.Method != http.MethodPost || m == nil || m[1] != cmd.RunID || m[2] != cmd.Kind {
-		return commandError(http.StatusBadRequest, core.CodeInvalidRequest, "only a run's cancel or resume may be forwarded")
+	ok := m != nil && m[1] == cmd.RunID && m[2] == cmd.Kind
+	if cmd.Kind == "create" {
+		ok = forwardableCreate.MatchString(fc.Path)
+	}
+	if fc.Method != http.MethodPost || !ok {
+		return commandError(http.StatusBadRequest, core.CodeInvalidRequest, "only a run's cancel or resume, or a chat's next run, may be forwarded")
 	}
 	req, err := http.NewRequestWithContext(context.WithValue(ctx, forwardedKey{}, fc.Principal), fc.Method, fc.Path, strings.NewReader(fc.Body))
 	if err != nil {
@@ -107,6 +157,9 @@ func (s *Server) ExecuteCommand(ctx context.Context, cmd store.RunCommand) (int,
 	req.Header.Set("Content-Type", "application/json")
 	if fc.RequestID != "" {
 		req.Header.Set("X-Request-ID", fc.RequestID)
+	}
+	if fc.IdempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", fc.IdempotencyKey)
 	}
 	rec := &answerRecorder{header: http.Header{}}
 	s.handler.ServeHTTP(rec, req)

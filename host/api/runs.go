@@ -143,6 +143,9 @@ func (s *Server) createRun(c *gin.Context) {
 			return
 		}
 	}
+	if req.ChatSessionID != "" && s.routedChat(c, req) {
+		return // created on the host holding the chat's warm sandbox
+	}
 	requested := ""
 	if req.ModelID != nil {
 		requested = *req.ModelID

@@ -290,3 +290,16 @@ func (m *Member) Route(ctx context.Context, runID string) (string, error) {
 	m.TakeOverNow(ctx, owner)
 	return "", nil
 }
+
+// RouteChat says where a chat session's next run should be created: on
+// the live host that ran the chat's newest run (it keeps the chat's warm
+// sandbox), named by its lease key, with that run's id (via); or "" for
+// this host — it ran it, nobody did, or that host is gone (the run then
+// gets a fresh sandbox here).
+func (m *Member) RouteChat(ctx context.Context, chatID string) (via, owner string, err error) {
+	runID, owner, live, err := m.st.ChatOwner(ctx, chatID, time.Now())
+	if err != nil || !live || owner == m.key {
+		return "", "", err
+	}
+	return runID, owner, nil
+}

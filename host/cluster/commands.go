@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/agenthost/agenthost/host/api"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/store"
@@ -17,9 +20,16 @@ const forwardWait = 15 * time.Second
 // without a notification (one may be missed while a listener reconnects).
 const commandPoll = 500 * time.Millisecond
 
+// ErrNotTakenUp is returned by Forward when the owner did not take the
+// command up within a lease (it seems gone, its lease not yet lapsed): the
+// command was withdrawn, and will not be carried out.
+var ErrNotTakenUp = fmt.Errorf("%w (withdrawn)", api.ErrOwnerGone)
+
 // Forward passes a command about a run to its owner and waits for the
-// answer: the HTTP status and body the owner's API gave. An owner that
-// does not answer within forwardWait gets CodeOwnerUnreachable.
+// answer: the HTTP status and body the owner's API gave. An owner that does
+// not take the command up within a lease gets it withdrawn
+// (ErrNotTakenUp); one that took it up and does not answer within
+// forwardWait gets CodeOwnerUnreachable.
 func (m *Member) Forward(ctx context.Context, runID, owner, kind string, body []byte) (int, []byte, error) {
 	ch := make(chan struct{}, 1)
 	id, err := m.st.SendCommand(ctx, runID, owner, kind, body)
@@ -36,6 +46,7 @@ func (m *Member) Forward(ctx context.Context, runID, owner, kind string, body []
 	}()
 	deadline := time.NewTimer(forwardWait)
 	defer deadline.Stop()
+	takeUp := time.Now().Add(m.opts.LeaseTTL)
 	poll := time.NewTicker(commandPoll)
 	defer poll.Stop()
 	for {
@@ -45,6 +56,16 @@ func (m *Member) Forward(ctx context.Context, runID, owner, kind string, body []
 		}
 		if cmd.Answered {
 			return cmd.Status, cmd.Answer, nil
+		}
+		if !cmd.Claimed && time.Now().After(takeUp) {
+			withdrawn, err := m.st.AbandonCommand(ctx, id)
+			if err != nil {
+				return 0, nil, err
+			}
+			if withdrawn {
+				return 0, nil, ErrNotTakenUp
+			}
+			continue // claimed in the meantime: its answer comes
 		}
 		select {
 		case <-ctx.Done():
@@ -144,6 +165,15 @@ func (m *Member) serveCommands(ctx context.Context) {
 
 func (m *Member) execute(ctx context.Context, cmd store.RunCommand) {
 	defer m.wg.Done()
+	defer func() {
+		m.mu.Lock()
+		delete(m.executing, cmd.ID)
+		m.mu.Unlock()
+	}()
+	claimed, err := m.st.ClaimCommand(ctx, cmd.ID)
+	if err != nil || !claimed {
+		return // withdrawn by its sender, or taken up already
+	}
 	status, body := 500, []byte(`{"detail":{"code":"INTERNAL_ERROR","message":"this host cannot carry out commands"}}`)
 	if m.opts.Execute != nil {
 		status, body = m.opts.Execute(ctx, cmd)
@@ -151,7 +181,4 @@ func (m *Member) execute(ctx context.Context, cmd store.RunCommand) {
 	if err := m.st.AnswerCommand(context.WithoutCancel(ctx), cmd.ID, status, body); err != nil {
 		m.log.Warn("answer command", "command", cmd.ID, "run", cmd.RunID, "error", err)
 	}
-	m.mu.Lock()
-	delete(m.executing, cmd.ID)
-	m.mu.Unlock()
 }

@@ -445,3 +445,76 @@ func TestSecondHostOnSQLiteRefused(t *testing.T) {
 	var apps map[string]any
 	assert.Equal(t, http.StatusOK, first.do("GET", "/admin/apps", nil, &apps))
 }
+
+// TestChatRunsFollowTheirSandbox: a chat's warm sandbox lives on the host
+// that ran the chat's last run. The chat's next run, sent to another host,
+// is created on that host and reuses the sandbox; an Idempotency-Key used
+// through one host replays through another. Once that host is gone, the
+// chat's next run starts where it was sent, in a fresh sandbox.
+func TestChatRunsFollowTheirSandbox(t *testing.T) {
+	hosts, appID := startCluster(t, 2)
+	h0, h1 := hosts[0], hosts[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runs := "/admin/apps/" + appID + "/coding-agent/runs"
+	type runOut struct {
+		ID            string `json:"id"`
+		ChatSessionID string `json:"chat_session_id"`
+		SandboxID     string `json:"sandbox_id"`
+		Status        string `json:"status"`
+	}
+	finish := func(h *hostProc, id string) runOut {
+		var f follower
+		require.NoError(t, f.follow(ctx, []*hostProc{h}, appID, id))
+		require.Equal(t, "run.completed", checkLog(t, id, f.events).Type)
+		var r runOut
+		require.Equal(t, http.StatusOK, h.do("GET", runs+"/"+id, nil, &r))
+		return r
+	}
+
+	var first runOut
+	require.Equal(t, http.StatusCreated, h0.do("POST", runs, map[string]any{"engine": "mock", "prompt": "say one"}, &first))
+	first = finish(h0, first.ID)
+	require.NotEmpty(t, first.ChatSessionID)
+
+	var second runOut
+	status, hdr := h1.post(runs, fmt.Sprintf(`{"engine":"mock","prompt":"say two","chat_session_id":%q}`, first.ChatSessionID), &second)
+	require.Equal(t, http.StatusCreated, status)
+	assert.True(t, strings.HasPrefix(hdr.Get("X-Agenthost-Run-Owner"), "h0/"), "created on the chat's host: %v", hdr)
+	second = finish(h1, second.ID)
+	assert.Equal(t, first.SandboxID, second.SandboxID, "the chat's warm sandbox was reused")
+
+	// An Idempotency-Key sent through h1 (created on h0) replays on h0.
+	body := fmt.Sprintf(`{"engine":"mock","prompt":"say three","chat_session_id":%q}`, first.ChatSessionID)
+	req, _ := http.NewRequest("POST", h1.url+runs, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer kill-token")
+	req.Header.Set("Idempotency-Key", "multi-host-key")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var third runOut
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&third))
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	finish(h1, third.ID)
+	req, _ = http.NewRequest("POST", h0.url+runs, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer kill-token")
+	req.Header.Set("Idempotency-Key", "multi-host-key")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var replay runOut
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&replay))
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "true", resp.Header.Get("Idempotent-Replayed"))
+	assert.Equal(t, third.ID, replay.ID)
+
+	// The chat's host dies: its next run starts on h1, in a new sandbox,
+	// even before the dead host's lease lapses.
+	h0.kill()
+	var fourth runOut
+	status, hdr = h1.post(runs, fmt.Sprintf(`{"engine":"mock","prompt":"say four","chat_session_id":%q}`, first.ChatSessionID), &fourth)
+	require.Equal(t, http.StatusCreated, status)
+	assert.Empty(t, hdr.Get("X-Agenthost-Run-Owner"), "created where it was sent")
+	fourth = finish(h1, fourth.ID)
+	assert.NotEqual(t, first.SandboxID, fourth.SandboxID)
+}

@@ -26,6 +26,9 @@ type RunCommand struct {
 	Owner    string
 	Kind     string
 	Body     []byte
+	// Claimed: the owner took the command up (ClaimCommand); from then on
+	// only its answer ends it.
+	Claimed  bool
 	Answered bool
 	// Status and Answer are the HTTP status and body the owner answered
 	// with.
@@ -39,6 +42,7 @@ type commandRow struct {
 	Owner      string        `db:"owner"`
 	Kind       string        `db:"kind"`
 	Body       string        `db:"body"`
+	ClaimedAt  sql.NullInt64 `db:"claimed_at"`
 	AnsweredAt sql.NullInt64 `db:"answered_at"`
 	Status     int           `db:"status_code"`
 	Answer     string        `db:"answer"`
@@ -46,10 +50,10 @@ type commandRow struct {
 
 func (r commandRow) command() RunCommand {
 	return RunCommand{ID: r.ID, RunID: r.RunID, Owner: r.Owner, Kind: r.Kind, Body: []byte(r.Body),
-		Answered: r.AnsweredAt.Valid, Status: r.Status, Answer: []byte(r.Answer)}
+		Claimed: r.ClaimedAt.Valid, Answered: r.AnsweredAt.Valid, Status: r.Status, Answer: []byte(r.Answer)}
 }
 
-const commandColumns = `id, run_id, owner, kind, body, answered_at, status_code, answer`
+const commandColumns = `id, run_id, owner, kind, body, claimed_at, answered_at, status_code, answer`
 
 // SendCommand records a command for owner about a run and wakes owner
 // (PostgreSQL); it returns the command's id.
@@ -65,10 +69,10 @@ func (s *Store) SendCommand(ctx context.Context, runID, owner, kind string, body
 	return id, translate(err)
 }
 
-// OpenCommands returns owner's unanswered commands, oldest first.
+// OpenCommands returns owner's commands nobody took up yet, oldest first.
 func (s *Store) OpenCommands(ctx context.Context, owner string) ([]RunCommand, error) {
 	var rows []commandRow
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+commandColumns+` FROM run_commands WHERE owner = ? AND answered_at IS NULL ORDER BY id`), owner); err != nil {
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+commandColumns+` FROM run_commands WHERE owner = ? AND claimed_at IS NULL AND answered_at IS NULL ORDER BY id`), owner); err != nil {
 		return nil, translate(err)
 	}
 	out := make([]RunCommand, len(rows))
@@ -76,6 +80,29 @@ func (s *Store) OpenCommands(ctx context.Context, owner string) ([]RunCommand, e
 		out[i] = r.command()
 	}
 	return out, nil
+}
+
+// ClaimCommand takes a command up for carrying out; ok is false when it
+// was claimed already or abandoned by its sender. Exactly one of
+// ClaimCommand and AbandonCommand succeeds for a command.
+func (s *Store) ClaimCommand(ctx context.Context, id int64) (ok bool, err error) {
+	return s.oneRow(ctx, `UPDATE run_commands SET claimed_at = ? WHERE id = ? AND claimed_at IS NULL AND answered_at IS NULL`, time.Now().UnixMilli(), id)
+}
+
+// AbandonCommand withdraws a command its owner has not taken up (the owner
+// seems gone); ok is false when the owner claimed it first, and will
+// answer it.
+func (s *Store) AbandonCommand(ctx context.Context, id int64) (ok bool, err error) {
+	return s.oneRow(ctx, `UPDATE run_commands SET answered_at = ?, answer = 'abandoned by its sender' WHERE id = ? AND claimed_at IS NULL AND answered_at IS NULL`, time.Now().UnixMilli(), id)
+}
+
+func (s *Store) oneRow(ctx context.Context, q string, args ...any) (bool, error) {
+	res, err := s.w.ExecContext(ctx, s.rebind(q), args...)
+	if err != nil {
+		return false, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // AnswerCommand records the owner's answer to a command, once (a second

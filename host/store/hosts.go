@@ -229,3 +229,22 @@ func (s *Store) EarlierIncarnations(ctx context.Context, hostID, except string) 
 	}
 	return keys, nil
 }
+
+// ChatOwner returns the newest run of a chat session, that run's owner and
+// whether the owner's lease is live now: the host that holds the chat's
+// warm sandbox, if any does. runID is "" for a chat with no run.
+func (s *Store) ChatOwner(ctx context.Context, chatID string, now time.Time) (runID, owner string, live bool, err error) {
+	var rows []struct {
+		RunID string        `db:"id"`
+		Owner string        `db:"owner"`
+		Until sql.NullInt64 `db:"lease_until"`
+	}
+	err = s.r.SelectContext(ctx, &rows, s.rebind(`SELECT r.id, r.owner, h.lease_until FROM chat_messages m
+ JOIN runs r ON r.id = m.run_id LEFT JOIN hosts h ON h.lease_key = r.owner
+ WHERE m.chat_session_id = ? ORDER BY m.created_at DESC, m.id DESC LIMIT 1`), chatID)
+	if err != nil || len(rows) == 0 {
+		return "", "", false, translate(err)
+	}
+	r := rows[0]
+	return r.RunID, r.Owner, r.Owner != "" && r.Until.Valid && r.Until.Int64 >= now.UnixMilli(), nil
+}

@@ -26,8 +26,9 @@ CREATE TABLE run_commands (
   kind        TEXT NOT NULL,
   body        TEXT NOT NULL,
   created_at  BIGINT NOT NULL,
+  claimed_at  BIGINT,
   answered_at BIGINT,
   status_code INTEGER NOT NULL DEFAULT 0,
   answer      TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX run_commands_open ON run_commands (owner) WHERE answered_at IS NULL;
+CREATE INDEX run_commands_open ON run_commands (owner) WHERE claimed_at IS NULL AND answered_at IS NULL;

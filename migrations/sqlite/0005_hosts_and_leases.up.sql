@@ -20,8 +20,9 @@ CREATE TABLE run_commands (
   kind        TEXT NOT NULL,
   body        TEXT NOT NULL,
   created_at  INTEGER NOT NULL,
+  claimed_at  INTEGER,
   answered_at INTEGER,
   status_code INTEGER NOT NULL DEFAULT 0,
   answer      TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX run_commands_open ON run_commands (owner) WHERE answered_at IS NULL;
+CREATE INDEX run_commands_open ON run_commands (owner) WHERE claimed_at IS NULL AND answered_at IS NULL;
