@@ -21,11 +21,11 @@ const (
 
 // RunCommand is a command for a run's owner, and its answer once given.
 type RunCommand struct {
-	ID       int64
-	RunID    string
-	Owner    string
-	Kind     string
-	Body     []byte
+	ID    int64
+	RunID string
+	Owner string
+	Kind  string
+	Body  []byte
 	// Claimed: the owner took the command up (ClaimCommand); from then on
 	// only its answer ends it.
 	Claimed  bool
