@@ -3,6 +3,7 @@ package hostapp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,4 +75,28 @@ func deliveryRound(b *testing.B, owner, reader *hostProc, appID string, runs, st
 	}
 	wg.Wait()
 	return lat
+}
+
+// BenchmarkClusterThroughput: 50 runs per host at once, each saying 500
+// deltas, streamed from the next host: events/s delivered to clients by 1
+// and by 3 hosts on one PostgreSQL database (the hosts share this
+// machine's cores, so this measures the cost of sharing, not the gain of
+// more machines).
+func BenchmarkClusterThroughput(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
+			hosts, appID := startClusterB(b, n)
+			const perHost, deltas = 50, 500
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				for _, err := range streamLoad(ctx, b, hosts, appID, perHost*n, deltas, false) {
+					b.Error(err)
+				}
+				cancel()
+			}
+			b.ReportMetric(float64(b.N*perHost*n*deltas)/time.Since(start).Seconds(), "events/s")
+		})
+	}
 }
