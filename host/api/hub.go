@@ -81,7 +81,19 @@ func (h *Hub) Publish(e core.Envelope) {
 		h.keepEarly(e)
 		return
 	}
-	if n := len(w.tail); n > 0 && w.tail[n-1].Seq+1 != e.Seq {
+	h.appendTail(w, e)
+	w.wake()
+}
+
+// appendTail adds e to a watched run's tail; the caller holds h.mu. An
+// event the tail holds already is left out; one that does not follow the
+// tail's newest starts it over.
+func (h *Hub) appendTail(w *watched, e core.Envelope) {
+	n := len(w.tail)
+	switch {
+	case n > 0 && e.Seq <= w.tail[n-1].Seq:
+		return
+	case n > 0 && w.tail[n-1].Seq+1 != e.Seq:
 		w.tail = w.tail[:0] // not consecutive: start over
 	}
 	if len(w.tail) == tailSize {
@@ -89,7 +101,6 @@ func (h *Hub) Publish(e core.Envelope) {
 		w.tail = w.tail[:tailSize-1]
 	}
 	w.tail = append(w.tail, e)
-	w.wake()
 }
 
 // Since returns up to max events of the run after seq `after` from the
@@ -137,15 +148,23 @@ func (h *Hub) keepEarly(e core.Envelope) {
 	}
 }
 
-// Notify takes a hint that run runID's log holds events up to seq, from a
-// commit that may be another host's: unless the tail already holds seq
-// (this host's own commit, published already), the run's tails are dropped
-// — they no longer reach the newest event — and its streams woken to read
+// Notify takes another host's commit of run runID's events up to seq.
+// events, when not nil, are that commit's events in order: a watched run's
+// tail takes them (a stream needs no read of the log for them). Without
+// them, unless the tail already holds seq, the run's tails are dropped —
+// they no longer reach the newest event — and its streams woken to read
 // the log.
-func (h *Hub) Notify(runID string, seq int64) {
+func (h *Hub) Notify(runID string, seq int64, events []core.Envelope) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w := h.runs[runID]
+	if w != nil && len(events) > 0 && events[len(events)-1].Seq == seq {
+		for _, e := range events {
+			h.appendTail(w, e)
+		}
+		w.wake()
+		return
+	}
 	if w == nil {
 		if tail, ok := h.early[runID]; ok && tail[len(tail)-1].Seq < seq {
 			delete(h.early, runID)

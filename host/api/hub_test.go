@@ -99,3 +99,54 @@ func TestHubEarlyTail(t *testing.T) {
 	_, kept := h.early["run0"]
 	assert.False(t, kept, "the oldest went first")
 }
+
+// TestHubOtherHosts: another host's commits reach a watched run's tail
+// when the notification carries the events; a bare hint past the tail
+// drops the tail (streams read the log); a hint the tail covers, and an
+// event it holds already, change nothing; Resync drops every tail.
+func TestHubOtherHosts(t *testing.T) {
+	h := NewHub()
+	wake, stop := h.Subscribe("r")
+	defer stop()
+	h.Publish(ev(1))
+	h.Publish(ev(2))
+	<-wake
+	h.Notify("r", 4, []core.Envelope{ev(3), ev(4)})
+	select {
+	case <-wake:
+	default:
+		t.Fatal("no wake-up for another host's events")
+	}
+	got, ok := h.Since("r", 1, 10)
+	assert.True(t, ok)
+	assert.Equal(t, []int64{2, 3, 4}, seqsOf(got))
+
+	h.Publish(ev(4)) // held already: no restart of the tail
+	got, ok = h.Since("r", 0, 10)
+	assert.True(t, ok)
+	assert.Equal(t, []int64{1, 2, 3, 4}, seqsOf(got))
+
+	h.Notify("r", 3, nil) // covered by the tail
+	_, ok = h.Since("r", 0, 10)
+	assert.True(t, ok)
+
+	h.Notify("r", 6, nil) // events the tail lacks: read the log
+	select {
+	case <-wake:
+	default:
+		t.Fatal("no wake-up for a hint")
+	}
+	_, ok = h.Since("r", 4, 10)
+	assert.False(t, ok, "the tail cannot prove it reaches seq 6")
+
+	h.Notify("r", 9, []core.Envelope{ev(8), ev(9)})
+	_, ok = h.Since("r", 6, 10)
+	assert.False(t, ok, "7 is missing: read the log")
+	got, ok = h.Since("r", 7, 10)
+	assert.True(t, ok)
+	assert.Equal(t, []int64{8, 9}, seqsOf(got))
+
+	h.Resync()
+	_, ok = h.Since("r", 8, 10)
+	assert.False(t, ok, "after a resync every stream reads the log")
+}

@@ -41,9 +41,11 @@ type Options struct {
 	// Execute carries out a command another host passed on for a run this
 	// host owns, and returns the HTTP status and body to answer with.
 	Execute func(ctx context.Context, cmd store.RunCommand) (int, []byte)
-	// Events receives other hosts' commits of run events ("run, up to
-	// seq"), and Resync news that some may have been missed.
-	Events func(runID string, seq int64)
+	// Events receives other hosts' commits of run events: the run, its
+	// newest seq, and the events themselves when the notification carried
+	// them (nil: read the log). Resync is news that some may have been
+	// missed.
+	Events func(runID string, seq int64, events []core.Envelope)
 	Resync func()
 	// Lost is called when this host finds its lease was taken: another
 	// host declared it dead and owns its runs now; what it still runs must
@@ -141,7 +143,7 @@ func Join(ctx context.Context, st *store.Store, opts Options) (*Member, error) {
 		go m.keepLease(runCtx)
 		return m, nil
 	}
-	if err := st.Listen(runCtx, store.Notices{Event: opts.Events, Command: m.commandNotice, Answer: m.answerNotice, Resync: m.resync}); err != nil {
+	if err := st.Listen(runCtx, store.Notices{Event: m.eventNotice, Command: m.commandNotice, Answer: m.answerNotice, Resync: m.resync}); err != nil {
 		cancel()
 		return nil, fmt.Errorf("listen for other hosts: %w", err)
 	}
@@ -302,4 +304,12 @@ func (m *Member) RouteChat(ctx context.Context, chatID string) (via, owner strin
 		return "", "", err
 	}
 	return runID, owner, nil
+}
+
+// eventNotice passes other hosts' event commits on; this host's own were
+// published to its streams when they committed.
+func (m *Member) eventNotice(sender, runID string, seq int64, events []core.Envelope) {
+	if sender != m.key && m.opts.Events != nil {
+		m.opts.Events(runID, seq, events)
+	}
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/agenthost/agenthost/core"
@@ -10,8 +12,9 @@ import (
 )
 
 // EventsChannel is the PostgreSQL notification channel on which a commit
-// of run events says "<run id> <newest seq>", once per run per commit.
-// It is a wake-up hint for other hosts' streams; the log stays the truth.
+// of run events is announced, once per run per commit, with the events
+// when they are small (eventNotes). Other hosts' streams take them, or
+// read the log after the newest seq; the log stays the truth.
 const EventsChannel = "agenthost_events"
 
 // writeShared is write on PostgreSQL, the database several hosts share.
@@ -53,10 +56,11 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 }
 
 // insertFenced writes chunk in one statement (see writeShared) and adds to
-// lost every run of chunk that got nothing written.
+// lost every run of chunk that got nothing written. Each run written gets
+// one notification carrying its events (see eventNote).
 func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk []core.Envelope, lost map[string]bool) error {
 	var b strings.Builder
-	b.Grow(400 + len(chunk)*60)
+	b.Grow(500 + len(chunk)*60)
 	b.WriteString(`WITH v (run_id, seq, type, payload, diagnostics, ts) AS (VALUES `)
 	for i := range chunk {
 		if i > 0 {
@@ -65,6 +69,15 @@ func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk [
 		b.WriteString("(?::text, ?::bigint, ?::text, ?::text, ?::text, ?::bigint)")
 	}
 	args := eventArgs(chunk)
+	notes := eventNotes(s.owner, chunk)
+	b.WriteString(`), n (run_id, note) AS (VALUES `)
+	for i, n := range notes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?::text, ?::text)")
+		args = append(args, n.run, n.note)
+	}
 	b.WriteString(`)`)
 	from := `v`
 	if s.owner != "" {
@@ -73,9 +86,8 @@ func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk [
 		from = `v WHERE run_id IN (SELECT id FROM owned)`
 	}
 	b.WriteString(`, ins AS (INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts)
- SELECT * FROM ` + from + ` RETURNING run_id, seq),
- newest AS (SELECT run_id, MAX(seq) AS seq FROM ins GROUP BY run_id)
- SELECT run_id, pg_notify('` + EventsChannel + `', run_id || ' ' || seq) IS NULL FROM newest`)
+ SELECT * FROM ` + from + ` RETURNING run_id)
+ SELECT n.run_id, pg_notify('` + EventsChannel + `', n.note) IS NULL FROM n WHERE n.run_id IN (SELECT run_id FROM ins)`)
 	rows, err := q.QueryxContext(ctx, s.rebind(b.String()), args...)
 	if err != nil {
 		return translate(err)
@@ -102,4 +114,60 @@ func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk [
 		return fmt.Errorf("append events: %d of %d events were not written", len(chunk)-len(written), len(chunk))
 	}
 	return nil
+}
+
+// maxNote bounds a notification's payload (PostgreSQL refuses 8000 bytes
+// and more).
+const maxNote = 7900
+
+// runNote is the notification of one run's events in a commit.
+type runNote struct{ run, note string }
+
+// eventNotes are the notifications of chunk's events, one per run, in
+// order of first appearance. A note reads
+//
+//	<sender's lease key>\n<run id> <newest seq>[\n<the events as a JSON array>]
+//
+// with the events when they fit (maxNote): a host streaming the run then
+// needs no read of the log for them. Without them it is a hint to read the
+// log after the seq it has.
+func eventNotes(sender string, chunk []core.Envelope) []runNote {
+	var order []string
+	byRun := map[string][]core.Envelope{}
+	for _, e := range chunk {
+		if _, ok := byRun[e.RunID]; !ok {
+			order = append(order, e.RunID)
+		}
+		byRun[e.RunID] = append(byRun[e.RunID], e)
+	}
+	notes := make([]runNote, len(order))
+	for i, run := range order {
+		evs := byRun[run]
+		head := sender + "\n" + run + " " + strconv.FormatInt(evs[len(evs)-1].Seq, 10)
+		note := head
+		if body, err := json.Marshal(evs); err == nil && len(head)+1+len(body) <= maxNote {
+			note = head + "\n" + string(body)
+		}
+		notes[i] = runNote{run: run, note: note}
+	}
+	return notes
+}
+
+// parseEventNote reads a note of EventsChannel: who sent it, the run, its
+// newest seq and the events it carries (nil for a bare hint).
+func parseEventNote(payload string) (sender, runID string, seq int64, events []core.Envelope, ok bool) {
+	sender, rest, found := strings.Cut(payload, "\n")
+	if !found {
+		return "", "", 0, nil, false
+	}
+	line, body, _ := strings.Cut(rest, "\n")
+	runID, seqText, found := strings.Cut(line, " ")
+	seq, err := strconv.ParseInt(seqText, 10, 64)
+	if !found || err != nil {
+		return "", "", 0, nil, false
+	}
+	if body != "" && json.Unmarshal([]byte(body), &events) != nil {
+		events = nil // read the log instead
+	}
+	return sender, runID, seq, events, true
 }

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/agenthost/agenthost/core"
 	"github.com/lib/pq"
 )
 
 // Notices are what a host hears from the others through the database.
 // Every callback must return quickly (it runs on the listener's goroutine).
 type Notices struct {
-	// Event: a commit of run runID's events up to seq.
-	Event func(runID string, seq int64)
+	// Event: host sender committed run runID's events up to seq; events
+	// are those of the commit, in order, when the notification carried
+	// them (nil otherwise: read the log).
+	Event func(sender, runID string, seq int64, events []core.Envelope)
 	// Command: a new command for the host with this lease key.
 	Command func(owner string)
 	// Answer: command id was answered.
@@ -85,10 +87,8 @@ func (s *Store) Listen(ctx context.Context, n Notices) error {
 func dispatch(msg *pq.Notification, n Notices) {
 	switch msg.Channel {
 	case EventsChannel:
-		run, seq, ok := strings.Cut(msg.Extra, " ")
-		v, err := strconv.ParseInt(seq, 10, 64)
-		if ok && err == nil && n.Event != nil {
-			n.Event(run, v)
+		if sender, run, seq, events, ok := parseEventNote(msg.Extra); ok && n.Event != nil {
+			n.Event(sender, run, seq, events)
 		}
 	case CommandsChannel:
 		if n.Command != nil {
