@@ -92,6 +92,8 @@ type Server struct {
 	// handler is the router every request, forwarded ones included, goes
 	// through.
 	handler http.Handler
+	// hostID and leaseKey name this host (SetHost).
+	hostID, leaseKey string
 	// principals remembers authenticated tokens briefly (principalTTL).
 	principals principalCache
 }
@@ -201,7 +203,11 @@ func (s *Server) ready(c *gin.Context) {
 			plugins = append(plugins, entry)
 		}
 	}
-	c.JSON(code, gin.H{"database": dbState, "plugins": plugins})
+	out := gin.H{"database": dbState, "plugins": plugins}
+	if s.hostID != "" {
+		out["host"] = gin.H{"id": s.hostID, "lease": s.leaseKey}
+	}
+	c.JSON(code, out)
 }
 
 // validID accepts the ids this host issues (and nothing that could be a

@@ -54,6 +54,10 @@ func (s *Server) Router() http.Handler { return s.handler }
 // carried out and will not be.
 var ErrOwnerGone = errors.New("the run's owner did not take the command up")
 
+// SetHost names this host in /readyz: its id and lease key among the
+// hosts sharing its database.
+func (s *Server) SetHost(id, leaseKey string) { s.hostID, s.leaseKey = id, leaseKey }
+
 // SetCluster makes the API pass commands about runs other live hosts own
 // to them; call it before serving.
 func (s *Server) SetCluster(c Cluster) { s.deps.Cluster = c }

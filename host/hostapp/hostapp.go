@@ -7,6 +7,7 @@ package hostapp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -117,6 +118,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	if st.Dialect() == store.Postgres {
 		srv.SetCluster(member)
 	}
+	srv.SetHost(member.HostID(), member.LeaseKey())
 	h.Member = member
 	h.Handler = srv.Router()
 	log.Info("host joined", "host_id", member.HostID(), "lease", member.LeaseKey(), "lease_ttl", member.LeaseTTL())
@@ -227,6 +229,12 @@ func ensureBootstrapToken(ctx context.Context, st *store.Store, secret string) e
 		return err
 	}
 	_, err = st.CreateToken(ctx, DefaultTenant, user, "bootstrap", secret, []string{"admin", "apps.read", "apps.write", store.ScopePlatformAdmin})
+	if errors.Is(err, store.ErrConflict) {
+		// Another host starting at the same moment made it first.
+		if _, aerr := st.Authenticate(ctx, secret); aerr == nil {
+			return nil
+		}
+	}
 	return err
 }
 

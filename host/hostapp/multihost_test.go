@@ -556,3 +556,36 @@ func TestChatRunsFollowTheirSandbox(t *testing.T) {
 	fourth = finish(h1, fourth.ID)
 	assert.NotEqual(t, first.SandboxID, fourth.SandboxID)
 }
+
+// TestHostsStartTogether: three hosts started at the same moment on an
+// empty database all come up: one migrates while the others wait on the
+// migration lock, and the bootstrap token and seeded rows are made once.
+func TestHostsStartTogether(t *testing.T) {
+	dbURL := testenv.PostgresURL(t)
+	configDir := testenv.PluginConfigDir(t, "mock", "local")
+	hosts := make([]*hostProc, 3)
+	for i := range hosts {
+		hosts[i] = launchHostProc(t, []string{"AGENTHOST_DATA_DIR=" + t.TempDir(), "DATABASE_URL=" + dbURL, "AGENTHOST_PLUGIN_DIR=" + binDir,
+			"AGENTHOST_PLUGIN_CONFIG_DIR=" + configDir, "AGENTHOST_BOOTSTRAP_TOKEN=kill-token", "AGENTHOST_LEASE_TTL_MS=1000"})
+	}
+	for _, h := range hosts {
+		h.awaitReady()
+	}
+	var app struct{ ID string }
+	require.Equal(t, http.StatusCreated, hosts[1].do("POST", "/admin/apps", map[string]any{"name": "together", "files": map[string]string{"a.txt": "a"}}, &app))
+	for _, h := range hosts {
+		var ready struct {
+			Host struct {
+				ID    string `json:"id"`
+				Lease string `json:"lease"`
+			} `json:"host"`
+		}
+		require.Equal(t, http.StatusOK, h.do("GET", "/readyz", nil, &ready))
+		assert.NotEmpty(t, ready.Host.ID)
+		assert.True(t, strings.HasPrefix(ready.Host.Lease, ready.Host.ID+"/"), "%+v", ready.Host)
+		runID := createRun(t, h, app.ID, "say hello")
+		var f follower
+		require.NoError(t, f.follow(context.Background(), []*hostProc{h}, app.ID, runID))
+		assert.Equal(t, "run.completed", checkLog(t, runID, f.events).Type)
+	}
+}

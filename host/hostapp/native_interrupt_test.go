@@ -41,6 +41,14 @@ func freeAddr(t testing.TB) string {
 
 func startHostProc(t testing.TB, env []string) *hostProc {
 	t.Helper()
+	h := launchHostProc(t, env)
+	h.awaitReady()
+	return h
+}
+
+// launchHostProc starts the process without waiting for it (awaitReady).
+func launchHostProc(t testing.TB, env []string) *hostProc {
+	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(binDir, "agenthost"), "serve")
 	cmd.Env = append(append(os.Environ(), env...), "AGENTHOST_LISTEN="+addr)
@@ -50,18 +58,23 @@ func startHostProc(t testing.TB, env []string) *hostProc {
 	require.NoError(t, cmd.Start())
 	h := &hostProc{t: t, cmd: cmd, url: "http://" + addr, env: env, logs: logs}
 	t.Cleanup(h.kill)
+	return h
+}
+
+// awaitReady waits until the host answers /readyz with 200.
+func (h *hostProc) awaitReady() {
+	h.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(h.url + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return h
+				return
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("the host did not become ready; its log:\n%s", logs.String())
-	return nil
+	h.t.Fatalf("the host did not become ready; its log:\n%s", h.logs.String())
 }
 
 // kill ends the host and every plugin it launched with SIGKILL, as a

@@ -2,6 +2,7 @@ package hostapp
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 
@@ -62,7 +63,9 @@ func SeedModelsFromEnv(ctx context.Context, st *store.Store, policy *endpoints.P
 		}
 		// OpenCode names models provider/model.
 		bindings := []store.Binding{{Engine: "opencode", EngineModelID: m.Provider + "/" + m.ProviderModel}}
-		if err := st.CreateModel(ctx, m, bindings); err != nil {
+		if err := st.CreateModel(ctx, m, bindings); errors.Is(err, store.ErrConflict) {
+			continue // another host starting at the same moment seeded it
+		} else if err != nil {
 			return err
 		}
 		log.Info("seeded a model from the environment", "model", m.ID, "provider", m.Provider, "base_url", m.BaseURL, "key_env", m.APIKeyEnv)
