@@ -100,3 +100,45 @@ func BenchmarkClusterThroughput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTakeover: with the default lease (5 s), the time from SIGKILL of
+// a host running 5 runs to the first event its successor writes for the
+// last of them (the slowest), in seconds.
+func BenchmarkTakeover(b *testing.B) {
+	var worst time.Duration
+	for range b.N {
+		hosts, appID := startClusterLease(b, 2, 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var wg sync.WaitGroup
+		fs := make([]*follower, 5)
+		for i := range fs {
+			fs[i] = &follower{}
+			runID := createRunB(b, hosts[0], appID, "say before\nsleep 60s\nsay never")
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = fs[i].follow(ctx, []*hostProc{hosts[1]}, appID, runID)
+			}()
+		}
+		for _, f := range fs {
+			for len(f.snapshot()) < 3 && ctx.Err() == nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+			f.mu.Lock()
+			f.markSeq = f.events[len(f.events)-1].Seq
+			f.mu.Unlock()
+		}
+		killed := time.Now()
+		hosts[0].kill()
+		wg.Wait()
+		cancel()
+		for _, f := range fs {
+			if f.markedAt.IsZero() {
+				b.Fatal("a run was not taken over")
+			}
+			worst = max(worst, f.markedAt.Sub(killed))
+		}
+		hosts[1].kill()
+	}
+	b.ReportMetric(worst.Seconds(), "s_to_takeover")
+}

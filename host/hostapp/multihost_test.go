@@ -35,13 +35,18 @@ func startCluster(t *testing.T, n int) (hosts []*hostProc, appID string) {
 
 // startClusterB is startCluster for tests and benchmarks.
 func startClusterB(t testing.TB, n int) (hosts []*hostProc, appID string) {
+	return startClusterLease(t, n, multiLease)
+}
+
+// startClusterLease is startClusterB with the hosts' lease length.
+func startClusterLease(t testing.TB, n int, lease time.Duration) (hosts []*hostProc, appID string) {
 	t.Helper()
 	dbURL := testenv.PostgresURL(t)
 	configDir := testenv.PluginConfigDir(t, "mock", "local")
 	for i := range n {
 		env := []string{"AGENTHOST_DATA_DIR=" + t.TempDir(), "DATABASE_URL=" + dbURL, "AGENTHOST_PLUGIN_DIR=" + binDir,
 			"AGENTHOST_PLUGIN_CONFIG_DIR=" + configDir, "AGENTHOST_BOOTSTRAP_TOKEN=kill-token",
-			"AGENTHOST_HOST_ID=h" + strconv.Itoa(i), "AGENTHOST_LEASE_TTL_MS=" + strconv.Itoa(int(multiLease.Milliseconds()))}
+			"AGENTHOST_HOST_ID=h" + strconv.Itoa(i), "AGENTHOST_LEASE_TTL_MS=" + strconv.Itoa(int(lease.Milliseconds()))}
 		hosts = append(hosts, startHostProc(t, env))
 	}
 	var app struct{ ID string }
@@ -588,4 +593,34 @@ func TestHostsStartTogether(t *testing.T) {
 		require.NoError(t, f.follow(context.Background(), []*hostProc{h}, app.ID, runID))
 		assert.Equal(t, "run.completed", checkLog(t, runID, f.events).Type)
 	}
+}
+
+// TestStoppedHostsPausedRunsContinueElsewhere: a host stopped with SIGTERM
+// pauses its run that saved state and leaves; another host takes the run
+// over at once and finishes it.
+func TestStoppedHostsPausedRunsContinueElsewhere(t *testing.T) {
+	hosts, appID := startCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runID := createRun(t, hosts[0], appID, "say before\ncheckpoint\nsleep 60s\nsay never")
+	var f follower
+	done := make(chan error, 1)
+	go func() { done <- f.follow(ctx, []*hostProc{hosts[1]}, appID, runID) }()
+	for !hasEvent(f.snapshot(), "assistant.delta") && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the checkpoint is saved right after
+	require.NoError(t, hosts[0].cmd.Process.Signal(syscall.SIGTERM))
+	_ = hosts[0].cmd.Wait()
+	hosts[0].cmd.Process = nil
+	// The run sleeps 60 s wherever it runs; the taker's resumption is what
+	// this waits for.
+	for !hasEvent(f.snapshot(), "run.resumed") && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.True(t, hasEvent(f.snapshot(), "run.resumed"), "the other host continued the run")
+	var body map[string]any
+	require.Equal(t, http.StatusAccepted, hosts[1].do("POST", "/admin/apps/"+appID+"/coding-agent/runs/"+runID+"/cancel", nil, &body))
+	require.NoError(t, <-done)
+	assert.Equal(t, "run.cancelled", checkLog(t, runID, f.events).Type)
 }
