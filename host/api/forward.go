@@ -91,20 +91,29 @@ func (s *Server) routed(c *gin.Context, r *core.Run, kind string) bool {
 			return true
 		}
 	}
-	cmd, _ := json.Marshal(forwardedCommand{Method: c.Request.Method, Path: c.Request.URL.Path, Body: string(body),
-		Principal: principal(c), RequestID: c.GetString("request_id")})
-	status, answer, err := s.deps.Cluster.Forward(ctx, r.ID, owner, kind, cmd)
+	err = s.forward(c, r.ID, owner, kind, body)
 	if errors.Is(err, ErrOwnerGone) {
 		err = core.Errf(core.CodeOwnerUnreachable, "", "the host that owns run %s (%s) does not answer; its runs are taken over when its lease lapses, within seconds: retry then", r.ID, owner)
 		c.Header("Retry-After", "2")
 	}
 	if err != nil {
 		_ = c.Error(err)
-		return true
+	}
+	return true
+}
+
+// forward passes the request, with body, on to owner as a command about
+// run via, and answers with the owner's status and body.
+func (s *Server) forward(c *gin.Context, via, owner, kind string, body []byte) error {
+	cmd, _ := json.Marshal(forwardedCommand{Method: c.Request.Method, Path: c.Request.URL.Path, Body: string(body),
+		Principal: principal(c), RequestID: c.GetString("request_id"), IdempotencyKey: c.GetHeader("Idempotency-Key")})
+	status, answer, err := s.deps.Cluster.Forward(c.Request.Context(), via, owner, kind, cmd)
+	if err != nil {
+		return err
 	}
 	c.Header("X-Agenthost-Run-Owner", owner)
 	c.Data(status, "application/json; charset=utf-8", answer)
-	return true
+	return nil
 }
 
 // routedChat passes a chat's next run on to the live host that ran the
@@ -123,18 +132,13 @@ func (s *Server) routedChat(c *gin.Context, req createRunRequest) bool {
 	if err != nil {
 		return false
 	}
-	cmd, _ := json.Marshal(forwardedCommand{Method: c.Request.Method, Path: c.Request.URL.Path, Body: string(body),
-		Principal: principal(c), RequestID: c.GetString("request_id"), IdempotencyKey: c.GetHeader("Idempotency-Key")})
-	status, answer, err := s.deps.Cluster.Forward(ctx, via, owner, "create", cmd)
+	err = s.forward(c, via, owner, "create", body)
 	if errors.Is(err, ErrOwnerGone) {
 		return false // that host seems gone: the run starts here, in a fresh sandbox
 	}
 	if err != nil {
 		_ = c.Error(err)
-		return true
 	}
-	c.Header("X-Agenthost-Run-Owner", owner)
-	c.Data(status, "application/json; charset=utf-8", answer)
 	return true
 }
 
