@@ -39,7 +39,12 @@ func startClusterB(t testing.TB, n int) (hosts []*hostProc, appID string) {
 // startClusterLease is startClusterB with the hosts' lease length.
 func startClusterLease(t testing.TB, n int, lease time.Duration) (hosts []*hostProc, appID string) {
 	t.Helper()
-	dbURL := testenv.PostgresURL(t)
+	return startClusterOn(t, testenv.PostgresURL(t), n, lease)
+}
+
+// startClusterOn is startClusterLease on a given database.
+func startClusterOn(t testing.TB, dbURL string, n int, lease time.Duration) (hosts []*hostProc, appID string) {
+	t.Helper()
 	configDir := testenv.PluginConfigDir(t, "mock", "local")
 	for i := range n {
 		env := []string{"AGENTHOST_DATA_DIR=" + t.TempDir(), "DATABASE_URL=" + dbURL, "AGENTHOST_PLUGIN_DIR=" + binDir,

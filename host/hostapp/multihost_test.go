@@ -2,6 +2,7 @@ package hostapp_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -347,4 +348,34 @@ func TestStoppedHostsPausedRunsContinueElsewhere(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, hosts[1].do("POST", "/admin/apps/"+appID+"/coding-agent/runs/"+runID+"/cancel", nil, &body))
 	require.NoError(t, <-done)
 	assert.Equal(t, "run.cancelled", checkLog(t, runID, f.events).Type)
+}
+
+// TestStreamsSurviveALostListener: the connection on which a host listens
+// for other hosts' commits is killed (pg_terminate_backend) while it
+// streams a run another host executes. It is re-established, the host's
+// streams read the log, and the client still sees every event once.
+func TestStreamsSurviveALostListener(t *testing.T) {
+	dbURL := testenv.PostgresURL(t)
+	hosts, appID := startClusterOn(t, dbURL, 2, multiLease)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runID := createRun(t, hosts[0], appID, testenv.PacedStamps(150))
+	var f follower
+	done := make(chan error, 1)
+	go func() { done <- f.follow(ctx, []*hostProc{hosts[1]}, appID, runID) }()
+	for len(f.snapshot()) < 30 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	admin, err := sql.Open("postgres", dbURL)
+	require.NoError(t, err)
+	defer admin.Close()
+	var killed int
+	require.NoError(t, admin.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+ WHERE datname = current_database() AND query LIKE 'LISTEN %agenthost_%' AND pid <> pg_backend_pid()`).Scan(&killed))
+	require.Positive(t, killed, "no listening connection found")
+	require.NoError(t, <-done)
+	term := checkLog(t, runID, f.events)
+	assert.Equal(t, "run.completed", term.Type)
+	// run.accepted, three stages, 150 deltas, applying, run.completed.
+	assert.Equal(t, 150+6, len(f.events), "every event once")
 }
