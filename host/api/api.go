@@ -43,6 +43,8 @@ type Runs interface {
 	// final state.
 	AwaitFinished(ctx context.Context, runID string)
 	Reattach(ctx context.Context, req orchestrator.StartRequest) (*core.Run, error)
+	// KeepsChat reports whether this host keeps a sandbox for the chat.
+	KeepsChat(chatID string) bool
 }
 
 // Deps are the API's collaborators.

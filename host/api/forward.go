@@ -121,8 +121,8 @@ func (s *Server) forward(c *gin.Context, via, owner, kind string, body []byte) e
 // that host answered; it reports whether it did. req is the parsed body.
 func (s *Server) routedChat(c *gin.Context, req createRunRequest) bool {
 	ctx := c.Request.Context()
-	if s.deps.Cluster == nil || ctx.Value(forwardedKey{}) != nil {
-		return false
+	if s.deps.Cluster == nil || ctx.Value(forwardedKey{}) != nil || s.deps.Runs.KeepsChat(req.ChatSessionID) {
+		return false // this host keeps the chat's sandbox: no lookup needed
 	}
 	via, owner, err := s.deps.Cluster.RouteChat(ctx, req.ChatSessionID)
 	if err != nil || owner == "" {

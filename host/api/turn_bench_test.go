@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/internal/testenv"
+	"github.com/agenthost/agenthost/host/store"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 )
@@ -107,7 +108,9 @@ func (p *pgStats) commits(e *env, runID string) int64 {
 	for {
 		e.h.Store.DropIdleConnections()
 		var n int
-		require.NoError(p.tb, p.admin.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, p.name))
+		// The host's listening connection stays open; it runs no
+		// transactions of the turn.
+		require.NoError(p.tb, p.admin.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2`, p.name, store.ListenerApplicationName))
 		if n == 0 {
 			break
 		}

@@ -54,6 +54,17 @@ func (o *Orchestrator) scopeKey(run *core.Run) string {
 	return "chat-" + run.ChatSessionID
 }
 
+// KeepsChat reports whether this host keeps a sandbox for the chat session
+// (idle or in use by one of its runs): the chat's next run belongs here.
+func (o *Orchestrator) KeepsChat(chatID string) bool {
+	if !o.opts.SandboxReuse || chatID == "" {
+		return false
+	}
+	o.pool.mu.Lock()
+	defer o.pool.mu.Unlock()
+	return o.pool.byKey["chat-"+chatID] != nil
+}
+
 // takeWarm hands out the warm sandbox of key for a run, or nil. A sandbox in
 // use by another run of the same chat is not shared: that run gets a fresh
 // one.

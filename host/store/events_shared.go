@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // EventsChannel is the PostgreSQL notification channel on which a commit
@@ -57,38 +59,37 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 
 // insertFenced writes chunk in one statement (see writeShared) and adds to
 // lost every run of chunk that got nothing written. Each run written gets
-// one notification carrying its events (see eventNote).
+// one notification carrying its events (see eventNotes).
+//
+// The rows go in as one array per column (unnest): the statement's text
+// and plan do not grow with the batch, which a VALUES list made PostgreSQL
+// parse and plan anew for every commit. The fence is the host's own row in
+// hosts, share-locked for the statement: a takeover deletes that row in
+// the transaction that moves the runs, so it waits for this commit, and a
+// commit after it finds the row (or the run) gone and writes nothing.
 func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk []core.Envelope, lost map[string]bool) error {
-	var b strings.Builder
-	b.Grow(500 + len(chunk)*60)
-	b.WriteString(`WITH v (run_id, seq, type, payload, diagnostics, ts) AS (VALUES `)
-	for i := range chunk {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?::text, ?::bigint, ?::text, ?::text, ?::text, ?::bigint)")
-	}
-	args := eventArgs(chunk)
+	cols := eventColumns(chunk)
 	notes := eventNotes(s.owner, chunk)
-	b.WriteString(`), n (run_id, note) AS (VALUES `)
+	noteRuns, noteTexts := make([]string, len(notes)), make([]string, len(notes))
 	for i, n := range notes {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?::text, ?::text)")
-		args = append(args, n.run, n.note)
+		noteRuns[i], noteTexts[i] = n.run, n.note
 	}
-	b.WriteString(`)`)
-	from := `v`
+	args := []any{pq.Array(cols.runs), pq.Array(cols.seqs), pq.Array(cols.types), pq.Array(cols.payloads), pq.Array(cols.diags), pq.Array(cols.ts),
+		pq.Array(noteRuns), pq.Array(noteTexts)}
+	where := ``
 	if s.owner != "" {
-		b.WriteString(`, owned AS (SELECT id FROM runs WHERE id IN (SELECT run_id FROM v) AND owner = ? FOR SHARE)`)
+		where = ` WHERE EXISTS (SELECT 1 FROM live) AND v.run_id IN (SELECT id FROM runs WHERE id = ANY($1) AND owner = $9)`
 		args = append(args, s.owner)
-		from = `v WHERE run_id IN (SELECT id FROM owned)`
 	}
-	b.WriteString(`, ins AS (INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts)
- SELECT * FROM ` + from + ` RETURNING run_id)
- SELECT n.run_id, pg_notify('` + EventsChannel + `', n.note) IS NULL FROM n WHERE n.run_id IN (SELECT run_id FROM ins)`)
-	rows, err := q.QueryxContext(ctx, s.rebind(b.String()), args...)
+	query := `WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[])
+ AS v (run_id, seq, type, payload, diagnostics, ts)),
+ n AS (SELECT * FROM unnest($7::text[], $8::text[]) AS n (run_id, note))`
+	if s.owner != "" {
+		query += `, live AS (SELECT 1 FROM hosts WHERE lease_key = $9 FOR KEY SHARE)`
+	}
+	query += `, ins AS (INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) SELECT v.* FROM v` + where + ` RETURNING run_id)
+ SELECT n.run_id, pg_notify('` + EventsChannel + `', n.note) IS NULL FROM n WHERE n.run_id IN (SELECT run_id FROM ins)`
+	rows, err := q.QueryxContext(ctx, query, args...)
 	if err != nil {
 		return translate(err)
 	}
@@ -114,6 +115,25 @@ func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk [
 		return fmt.Errorf("append events: %d of %d events were not written", len(chunk)-len(written), len(chunk))
 	}
 	return nil
+}
+
+// eventCols are a batch of events as one slice per column.
+type eventCols struct {
+	runs, types, payloads []string
+	diags                 []sql.NullString
+	seqs, ts              []int64
+}
+
+func eventColumns(chunk []core.Envelope) eventCols {
+	c := eventCols{runs: make([]string, len(chunk)), types: make([]string, len(chunk)), payloads: make([]string, len(chunk)),
+		diags: make([]sql.NullString, len(chunk)), seqs: make([]int64, len(chunk)), ts: make([]int64, len(chunk))}
+	for i, e := range chunk {
+		c.runs[i], c.seqs[i], c.types[i], c.payloads[i], c.ts[i] = e.RunID, e.Seq, string(e.Event), string(e.Payload), e.TS.UnixMilli()
+		if len(e.Diagnostics) > 0 {
+			c.diags[i] = sql.NullString{String: string(e.Diagnostics), Valid: true}
+		}
+	}
+	return c
 }
 
 // maxNote bounds a notification's payload (PostgreSQL refuses 8000 bytes

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -27,6 +28,22 @@ type Notices struct {
 	Resync func()
 }
 
+// ListenerApplicationName is the application_name of the connection a host
+// listens on (pg_stat_activity shows it so).
+const ListenerApplicationName = "agenthost-listener"
+
+// withParam sets a query parameter of a postgres:// URL.
+func withParam(connStr, key, value string) (string, error) {
+	u, err := url.Parse(connStr)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
 // Listen delivers PostgreSQL notifications to n until ctx ends. It keeps
 // one connection of its own, re-established (with a Resync) when it
 // drops. It returns at once on SQLite, which has one host and nobody to
@@ -35,8 +52,12 @@ func (s *Store) Listen(ctx context.Context, n Notices) error {
 	if s.dialect != Postgres {
 		return nil
 	}
+	connStr, err := withParam(s.connStr, "application_name", ListenerApplicationName)
+	if err != nil {
+		return err
+	}
 	lost := make(chan struct{}, 1)
-	l := pq.NewListener(s.connStr, 50*time.Millisecond, 2*time.Second, func(ev pq.ListenerEventType, _ error) {
+	l := pq.NewListener(connStr, 50*time.Millisecond, 2*time.Second, func(ev pq.ListenerEventType, _ error) {
 		if ev == pq.ListenerEventReconnected || ev == pq.ListenerEventConnectionAttemptFailed {
 			select {
 			case lost <- struct{}{}:
