@@ -143,7 +143,7 @@ func Join(ctx context.Context, st *store.Store, opts Options) (*Member, error) {
 		go m.keepLease(runCtx)
 		return m, nil
 	}
-	if err := st.Listen(runCtx, store.Notices{Event: m.eventNotice, Command: m.commandNotice, Answer: m.answerNotice, Resync: m.resync}); err != nil {
+	if err := st.Listen(runCtx, store.Notices{Self: m.key, Event: m.eventNotice, Command: m.commandNotice, Answer: m.answerNotice, Resync: m.resync}); err != nil {
 		cancel()
 		return nil, fmt.Errorf("listen for other hosts: %w", err)
 	}

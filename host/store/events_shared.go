@@ -174,10 +174,12 @@ func eventNotes(sender string, chunk []core.Envelope) []runNote {
 }
 
 // parseEventNote reads a note of EventsChannel: who sent it, the run, its
-// newest seq and the events it carries (nil for a bare hint).
-func parseEventNote(payload string) (sender, runID string, seq int64, events []core.Envelope, ok bool) {
+// newest seq and the events it carries (nil for a bare hint). A note whose
+// sender is self is not read further (ok false): this host published its
+// own events when they committed.
+func parseEventNote(payload, self string) (sender, runID string, seq int64, events []core.Envelope, ok bool) {
 	sender, rest, found := strings.Cut(payload, "\n")
-	if !found {
+	if !found || (self != "" && sender == self) {
 		return "", "", 0, nil, false
 	}
 	line, body, _ := strings.Cut(rest, "\n")

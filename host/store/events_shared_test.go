@@ -26,7 +26,7 @@ func TestEventNotes(t *testing.T) {
 	require.Len(t, notes, 3)
 	assert.Equal(t, []string{"run_a", "run_b", "run_c"}, []string{notes[0].run, notes[1].run, notes[2].run})
 
-	sender, run, seq, events, ok := parseEventNote(notes[0].note)
+	sender, run, seq, events, ok := parseEventNote(notes[0].note, "")
 	require.True(t, ok)
 	assert.Equal(t, "h0/abcd", sender)
 	assert.Equal(t, "run_a", run)
@@ -36,18 +36,20 @@ func TestEventNotes(t *testing.T) {
 	assert.True(t, small[0].TS.Equal(events[0].TS))
 	assert.JSONEq(t, string(small[2].Payload), string(events[1].Payload))
 
-	_, _, _, events, ok = parseEventNote(notes[1].note)
+	_, _, _, events, ok = parseEventNote(notes[1].note, "")
 	require.True(t, ok)
 	require.Len(t, events, 1)
 	assert.JSONEq(t, `{"d":2}`, string(events[0].Diagnostics))
 
 	assert.LessOrEqual(t, len(notes[2].note), maxNote)
-	_, run, seq, events, ok = parseEventNote(notes[2].note)
+	_, run, seq, events, ok = parseEventNote(notes[2].note, "")
 	require.True(t, ok)
 	assert.Equal(t, "run_c", run)
 	assert.Equal(t, int64(1), seq)
 	assert.Nil(t, events, "too big to carry: a hint to read the log")
 
-	_, _, _, _, ok = parseEventNote("garbage")
+	_, _, _, _, ok = parseEventNote("garbage", "")
 	assert.False(t, ok)
+	_, _, _, _, ok = parseEventNote(notes[0].note, "h0/abcd")
+	assert.False(t, ok, "a host's own note is dropped unread")
 }

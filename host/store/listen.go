@@ -14,6 +14,9 @@ import (
 // Notices are what a host hears from the others through the database.
 // Every callback must return quickly (it runs on the listener's goroutine).
 type Notices struct {
+	// Self is this host's lease key: its own event notes are dropped
+	// unread.
+	Self string
 	// Event: host sender committed run runID's events up to seq; events
 	// are those of the commit, in order, when the notification carried
 	// them (nil otherwise: read the log).
@@ -108,7 +111,7 @@ func (s *Store) Listen(ctx context.Context, n Notices) error {
 func dispatch(msg *pq.Notification, n Notices) {
 	switch msg.Channel {
 	case EventsChannel:
-		if sender, run, seq, events, ok := parseEventNote(msg.Extra); ok && n.Event != nil {
+		if sender, run, seq, events, ok := parseEventNote(msg.Extra, n.Self); ok && n.Event != nil {
 			n.Event(sender, run, seq, events)
 		}
 	case CommandsChannel:
