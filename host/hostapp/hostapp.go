@@ -108,9 +108,17 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	srv := api.NewServer(deps)
 	member, err := cluster.Join(ctx, st, cluster.Options{
 		HostID: cfg.HostID, LeaseTTL: time.Duration(cfg.LeaseTTLMS) * time.Millisecond, Logger: log,
-		TakeOver: func(ctx context.Context, runs []*core.Run) { settleTakenOver(ctx, st, srv, runs, log) },
-		Execute:  func(ctx context.Context, cmd store.RunCommand) (int, []byte) { return srv.ExecuteCommand(ctx, cmd) },
-		Events:   hub.Notify, Resync: hub.Resync, Lost: orch.Relinquish,
+		TakeOver: func(ctx context.Context, runs []*core.Run) { settleTakenOver(ctx, st, srv, runs, met, log) },
+		Execute: func(ctx context.Context, cmd store.RunCommand) (int, []byte) {
+			status, body := srv.ExecuteCommand(ctx, cmd)
+			met.ObserveCommandServed(cmd.Kind, status)
+			return status, body
+		},
+		Events: hub.Notify, Resync: hub.Resync,
+		Lost: func() {
+			met.ObserveLeaseLost()
+			orch.Relinquish()
+		},
 	})
 	if err != nil {
 		return fail(err)

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -91,6 +93,22 @@ func TestDeadHostsRunsAreTakenOver(t *testing.T) {
 	}
 	t.Logf("takeover: the last of %d runs had its new owner's first event %s after the kill (lease %s)", runs, slowest, multiLease)
 
+	// The survivors count what they took over.
+	taken := map[string]int{}
+	for _, h := range hosts[1:] {
+		resp, err := http.Get(h.url + "/metrics")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if rest, ok := strings.CutPrefix(line, `agenthost_runs_taken_over_total{outcome="`); ok {
+				outcome, value, _ := strings.Cut(rest, `"} `)
+				n, _ := strconv.Atoi(value)
+				taken[outcome] += n
+			}
+		}
+	}
+	assert.Equal(t, map[string]int{"resumed": runs / 2, "failed": runs / 2}, taken)
 	for _, tr := range all {
 		term := checkLog(t, tr.id, tr.f.events)
 		took := tr.f.markedAt.Sub(killedAt)

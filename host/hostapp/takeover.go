@@ -7,6 +7,7 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/api"
+	"github.com/agenthost/agenthost/host/metrics"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/hashicorp/go-hclog"
 )
@@ -22,45 +23,50 @@ const PauseHostLost = "host_lost"
 // new sandbox holding the files saved with that state. One with no saved
 // state fails closed with HOST_LOST. A run paused for its user (a
 // permission question, its token budget) stays paused, now owned here.
-func settleTakenOver(ctx context.Context, st *store.Store, srv *api.Server, runs []*core.Run, log hclog.Logger) {
+func settleTakenOver(ctx context.Context, st *store.Store, srv *api.Server, runs []*core.Run, met *metrics.Metrics, log hclog.Logger) {
 	for _, r := range runs {
-		if err := settleOne(ctx, st, srv, r, log); err != nil {
+		outcome, err := settleOne(ctx, st, srv, r, log)
+		if err != nil {
+			outcome = "error"
 			log.Error("settle a run taken over from a lost host", "run", r.ID, "error", err)
 		}
+		met.ObserveTakeover(outcome)
 	}
 }
 
-func settleOne(ctx context.Context, st *store.Store, srv *api.Server, r *core.Run, log hclog.Logger) error {
+// settleOne settles one run taken over and says what became of it:
+// repaired, kept_paused, failed or resumed.
+func settleOne(ctx context.Context, st *store.Store, srv *api.Server, r *core.Run, log hclog.Logger) (string, error) {
 	last, err := st.LastEvent(ctx, r.ID, r.AppID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if last != nil && last.Event.Terminal() {
-		return repairFromTerminal(ctx, st, r, last)
+		return "repaired", repairFromTerminal(ctx, st, r, last)
 	}
 	if r.Status == core.RunPaused && r.PauseReason != PauseHostLost && r.PauseReason != "interrupted" {
-		return nil // it waits for its user, on whichever host they ask
+		return "kept_paused", nil // it waits for its user, on whichever host they ask
 	}
 	state, err := st.LoadEngineState(ctx, r.ID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if len(state) == 0 {
-		return failRun(ctx, st, r, core.CodeHostLost, "the host executing the run was lost and the run had no saved state to continue from")
+		return "failed", failRun(ctx, st, r, core.CodeHostLost, "the host executing the run was lost and the run had no saved state to continue from")
 	}
 	if err := pauseFor(ctx, st, r, last, PauseHostLost, "the host executing the run was lost; another host continues it from its last saved step"); err != nil {
-		return err
+		return "", err
 	}
 	paused, err := st.GetRun(ctx, r.ID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := srv.Reattach(ctx, paused); err != nil {
 		log.Warn("a run taken over could not be resumed; it stays paused", "run", r.ID, "error", err)
-		return nil
+		return "kept_paused", nil
 	}
 	log.Warn("resumed a run taken over from a lost host", "run", r.ID)
-	return nil
+	return "resumed", nil
 }
 
 // repairFromTerminal writes a run's final row from its terminal event (its

@@ -6,6 +6,7 @@ package metrics
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,10 @@ type Metrics struct {
 	phase  *prometheus.HistogramVec
 	runs   *prometheus.CounterVec
 	tokens *prometheus.CounterVec
+	// Several hosts on one database (docs/scale-out.md).
+	takeovers *prometheus.CounterVec
+	leaseLost prometheus.Counter
+	commands  *prometheus.CounterVec
 }
 
 // New registers the collectors.
@@ -39,9 +44,32 @@ func New() *Metrics {
 			Name: "agenthost_run_tokens_total",
 			Help: "Model tokens used by finished runs, by engine and direction.",
 		}, []string{"engine", "direction"}),
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agenthost_runs_taken_over_total",
+			Help: "Runs this host took over from a lost host, by what became of them (resumed, failed, kept_paused, repaired, error).",
+		}, []string{"outcome"}),
+		leaseLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agenthost_lease_lost_total",
+			Help: "Times this host found its lease taken (another host declared it dead) and let its runs go.",
+		}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agenthost_commands_served_total",
+			Help: "Commands other hosts passed to this one for runs it owns, by kind and answer status.",
+		}, []string{"kind", "status"}),
 	}
-	m.reg.MustRegister(m.phase, m.runs, m.tokens, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.phase, m.runs, m.tokens, m.takeovers, m.leaseLost, m.commands, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ObserveTakeover counts a run taken over from a lost host.
+func (m *Metrics) ObserveTakeover(outcome string) { m.takeovers.WithLabelValues(outcome).Inc() }
+
+// ObserveLeaseLost counts this host finding its lease taken.
+func (m *Metrics) ObserveLeaseLost() { m.leaseLost.Inc() }
+
+// ObserveCommandServed counts a command carried out for another host.
+func (m *Metrics) ObserveCommandServed(kind string, status int) {
+	m.commands.WithLabelValues(kind, strconv.Itoa(status)).Inc()
 }
 
 // ObserveRun records a run that has reached its final state.
