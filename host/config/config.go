@@ -52,6 +52,9 @@ type Host struct {
 	// base_urls }` blocks, plus AGENTHOST_KEY_ENDPOINTS). A model whose
 	// key and endpoint are not bound is refused.
 	Providers []Provider `hcl:"provider,block"`
+	// DatabaseMaxConns bounds this host's PostgreSQL connections
+	// (AGENTHOST_DATABASE_MAX_CONNS; default 32, plus one it listens on).
+	DatabaseMaxConns int `hcl:"database_max_conns,optional"`
 	// HostID names this host among the hosts sharing a PostgreSQL database
 	// (AGENTHOST_HOST_ID; default: the hostname and a random suffix).
 	HostID string `hcl:"host_id,optional"`
@@ -194,6 +197,16 @@ func Load(file string) (Host, error) {
 		return Host{}, fmt.Errorf("max_file_bytes, max_workspace_bytes and max_files must not be negative")
 	}
 	env(&h.HostID, "AGENTHOST_HOST_ID", "")
+	if v := os.Getenv("AGENTHOST_DATABASE_MAX_CONNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 {
+			return Host{}, fmt.Errorf("AGENTHOST_DATABASE_MAX_CONNS=%q: use a whole number of at least 2", v)
+		}
+		h.DatabaseMaxConns = n
+	}
+	if h.DatabaseMaxConns == 0 {
+		h.DatabaseMaxConns = 32
+	}
 	if v := os.Getenv("AGENTHOST_LEASE_TTL_MS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {

@@ -58,6 +58,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	if err != nil {
 		return nil, fmt.Errorf("database: %w", err)
 	}
+	st.SetMaxConns(cfg.DatabaseMaxConns)
 	h := &Host{Store: st, log: log}
 	fail := func(err error) (*Host, error) {
 		if h.Plugins != nil {

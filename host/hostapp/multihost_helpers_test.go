@@ -49,7 +49,9 @@ func startClusterOn(t testing.TB, dbURL string, n int, lease time.Duration) (hos
 	for i := range n {
 		env := []string{"AGENTHOST_DATA_DIR=" + t.TempDir(), "DATABASE_URL=" + dbURL, "AGENTHOST_PLUGIN_DIR=" + binDir,
 			"AGENTHOST_PLUGIN_CONFIG_DIR=" + configDir, "AGENTHOST_BOOTSTRAP_TOKEN=kill-token",
-			"AGENTHOST_HOST_ID=h" + strconv.Itoa(i), "AGENTHOST_LEASE_TTL_MS=" + strconv.Itoa(int(lease.Milliseconds()))}
+			"AGENTHOST_HOST_ID=h" + strconv.Itoa(i), "AGENTHOST_LEASE_TTL_MS=" + strconv.Itoa(int(lease.Milliseconds())),
+			// Other test packages share the server's 100 connections.
+			"AGENTHOST_DATABASE_MAX_CONNS=8"}
 		hosts = append(hosts, startHostProc(t, env))
 	}
 	var app struct{ ID string }

@@ -314,7 +314,8 @@ func TestHostsStartTogether(t *testing.T) {
 	hosts := make([]*hostProc, 3)
 	for i := range hosts {
 		hosts[i] = launchHostProc(t, []string{"AGENTHOST_DATA_DIR=" + t.TempDir(), "DATABASE_URL=" + dbURL, "AGENTHOST_PLUGIN_DIR=" + binDir,
-			"AGENTHOST_PLUGIN_CONFIG_DIR=" + configDir, "AGENTHOST_BOOTSTRAP_TOKEN=kill-token", "AGENTHOST_LEASE_TTL_MS=1000"})
+			"AGENTHOST_PLUGIN_CONFIG_DIR=" + configDir, "AGENTHOST_BOOTSTRAP_TOKEN=kill-token", "AGENTHOST_LEASE_TTL_MS=1000",
+			"AGENTHOST_DATABASE_MAX_CONNS=8"})
 	}
 	for _, h := range hosts {
 		h.awaitReady()

@@ -195,6 +195,18 @@ const postgresIdleConns = 32
 
 func (s *Store) dsn() string { return s.connStr }
 
+// SetMaxConns bounds the connections this store opens to PostgreSQL (32
+// unless set): with several hosts on one server, their pools together (and
+// one listening connection each) must fit its max_connections. It does
+// nothing on SQLite.
+func (s *Store) SetMaxConns(n int) {
+	if s.dialect != Postgres || n <= 0 {
+		return
+	}
+	s.w.SetMaxOpenConns(n)
+	s.w.SetMaxIdleConns(min(n, postgresIdleConns))
+}
+
 // SQLitePath is the SQLite database's file, "" on PostgreSQL.
 func (s *Store) SQLitePath() string { return s.path }
 
