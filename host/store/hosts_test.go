@@ -176,3 +176,31 @@ func TestCommandsRoundTrip(t *testing.T) {
 		assert.Empty(t, open)
 	})
 }
+
+// TestHostsMigrateTogether: stores opened at the same moment on an empty
+// database all come up on the newest schema: one migrates while the others
+// wait, none reads the schema half-way through another's migration.
+func TestHostsMigrateTogether(t *testing.T) {
+	for range 3 {
+		url := testenv.PostgresURL(t)
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := Open(context.Background(), url, "")
+				if err != nil {
+					errs <- err
+					return
+				}
+				s.Close()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
+}

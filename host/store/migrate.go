@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -61,6 +62,18 @@ func (s *Store) SchemaVersion() (uint, bool, error) {
 // schema is newer than this binary (a newer host migrated it: running an
 // older one against it could corrupt data) or left dirty by a failed run.
 func (s *Store) MigrateUp() error {
+	if s.dialect == Postgres {
+		// Hosts starting together on one database: one migrates, the
+		// others wait here and then find the schema current. Without this
+		// a host could read the version while another host's migration
+		// is half-way (golang-migrate marks it dirty meanwhile) and refuse
+		// to start.
+		unlock, err := s.advisoryLock(migrationLockKey)
+		if err != nil {
+			return fmt.Errorf("wait for other hosts' migrations: %w", err)
+		}
+		defer unlock()
+	}
 	m, err := s.migrator()
 	if err != nil {
 		return err
@@ -97,4 +110,26 @@ func (s *Store) MigrateDown() error {
 		return fmt.Errorf("migrate down: %w", err)
 	}
 	return nil
+}
+
+// migrationLockKey is the PostgreSQL advisory lock agenthost hosts take
+// around their migrations (golang-migrate takes one of its own inside).
+const migrationLockKey = 0x6167656e74686f // "agentho"
+
+// advisoryLock takes a session-level PostgreSQL advisory lock on a
+// connection of its own, waiting for it; unlock releases it.
+func (s *Store) advisoryLock(key int64) (unlock func(), err error) {
+	ctx := context.Background()
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return func() {
+		_, _ = conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, key)
+		conn.Close()
+	}, nil
 }
