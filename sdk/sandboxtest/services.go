@@ -71,8 +71,10 @@ func (k *kit) testServices(t *testing.T) {
 	assert.Contains(t, string(si.OutputTail), "bye")
 	k.assertGone(t, pid, "a stopped service's process survived")
 
-	// One that ignores SIGTERM is killed after the grace.
-	stubborn := `echo $$ > pid2; trap '' TERM; while :; do sleep 0.1; done`
+	// One that ignores SIGTERM is killed after the grace. Its pid file is
+	// written after the trap is set: a SIGTERM sent as soon as the file
+	// appears must find the trap in place.
+	stubborn := `trap '' TERM; echo $$ > pid2; while :; do sleep 0.1; done`
 	_, err = svc.StartService(ctx, workspace.ServiceSpec{Name: "stubborn", Argv: []string{"sh", "-c", stubborn}})
 	require.NoError(t, err)
 	pid2 := waitPid(t, ws, "pid2")
