@@ -136,9 +136,12 @@ func eventColumns(chunk []core.Envelope) eventCols {
 	return c
 }
 
-// maxNote bounds a notification's payload (PostgreSQL refuses 8000 bytes
-// and more).
-const maxNote = 7900
+// maxNote bounds a notification's payload. PostgreSQL takes up to 8000
+// bytes, but notifications are hints and stay small: they share one queue
+// with every listener, and a run's commit of a few deltas (the common case
+// when a client waits for each) fits in this. Anything bigger goes as a
+// bare hint, and other hosts read it from the log.
+const maxNote = 1024
 
 // runNote is the notification of one run's events in a commit.
 type runNote struct{ run, note string }
