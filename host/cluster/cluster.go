@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -143,7 +142,7 @@ func Join(ctx context.Context, st *store.Store, opts Options) (*Member, error) {
 		go m.keepLease(runCtx)
 		return m, nil
 	}
-	if err := st.Listen(runCtx, store.Notices{Self: m.key, Event: m.eventNotice, Command: m.commandNotice, Answer: m.answerNotice, Resync: m.resync}); err != nil {
+	if err := st.Listen(runCtx, store.Notices{Self: m.key, Event: m.opts.Events, Command: m.commandNotice, Answer: m.answerNotice, Resync: m.resync}); err != nil {
 		cancel()
 		return nil, fmt.Errorf("listen for other hosts: %w", err)
 	}
@@ -159,7 +158,7 @@ func Join(ctx context.Context, st *store.Store, opts Options) (*Member, error) {
 func (m *Member) waitOutTwin(ctx context.Context) error {
 	deadline := time.Now().Add(m.opts.LeaseTTL + m.opts.LeaseTTL/2)
 	for {
-		live, err := m.st.LiveHostLeases(ctx, m.id, "", time.Now())
+		live, err := m.st.LiveHostLeases(ctx, m.id, time.Now())
 		if err != nil {
 			return fmt.Errorf("check host id %s: %w", m.id, err)
 		}
@@ -232,8 +231,15 @@ func (m *Member) keepLease(ctx context.Context) {
 	}
 }
 
-// sweep takes over the runs of every lost owner.
+// forgetAfter is how long a lapsed host with no runs stays listed.
+const forgetAfter = time.Minute
+
+// sweep takes over the runs of every lost owner, and forgets lost hosts
+// that left none.
 func (m *Member) sweep(ctx context.Context) {
+	if err := m.st.ForgetLapsedHosts(ctx, time.Now().Add(-forgetAfter)); err != nil && ctx.Err() == nil {
+		m.log.Warn("forget lapsed hosts", "error", err)
+	}
 	owners, err := m.st.LostOwners(ctx, time.Now())
 	if err != nil {
 		if ctx.Err() == nil {
@@ -271,10 +277,6 @@ func (m *Member) TakeOverNow(ctx context.Context, lost string) {
 	}
 }
 
-// ErrOwnerLost is returned by Route when the run's owner could not be
-// reached and its runs could not be taken over.
-var ErrOwnerLost = errors.New("run owner lost")
-
 // Route says where a command about a run must be carried out: "" for this
 // host (it owns the run, or took it over just now from a lost owner), or
 // the lease key of the live host that owns it.
@@ -304,12 +306,4 @@ func (m *Member) RouteChat(ctx context.Context, chatID string) (via, owner strin
 		return "", "", err
 	}
 	return runID, owner, nil
-}
-
-// eventNotice passes other hosts' event commits on; this host's own were
-// published to its streams when they committed.
-func (m *Member) eventNotice(sender, runID string, seq int64, events []core.Envelope) {
-	if sender != m.key && m.opts.Events != nil {
-		m.opts.Events(runID, seq, events)
-	}
 }

@@ -402,12 +402,19 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 	if keepWarm {
 		return
 	}
-	if ref != nil {
-		stopCtx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
-		defer cancel()
-		if err := ref.client.Stop(stopCtx, ref.id); err != nil {
-			o.log.Warn("stop sandbox", "run", run.ID, "sandbox", ref.id, "error", err)
-		}
+	o.stopSandbox(run.ID, ref)
+}
+
+// stopSandbox stops a finished run's sandbox (ref may be nil), bounded by
+// sandboxStopTimeout; a failure is logged, not returned.
+func (o *Orchestrator) stopSandbox(runID string, ref *sandboxRef) {
+	if ref == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
+	defer cancel()
+	if err := ref.client.Stop(ctx, ref.id); err != nil {
+		o.log.Warn("stop sandbox", "run", runID, "sandbox", ref.id, "error", err)
 	}
 }
 

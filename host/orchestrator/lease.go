@@ -1,10 +1,6 @@
 package orchestrator
 
-import (
-	"context"
-
-	"github.com/agenthost/agenthost/core"
-)
+import "github.com/agenthost/agenthost/core"
 
 // With several hosts on one database, a run's writes are fenced by its
 // owner's lease (see the store). A host whose lease lapsed — paused past
@@ -55,31 +51,22 @@ func (o *Orchestrator) letGo(ar *activeRun, ref *sandboxRef) {
 	default:
 		close(done)
 	}
-	if ref != nil {
-		stopCtx, cancel := context.WithTimeout(context.Background(), sandboxStopTimeout)
-		defer cancel()
-		if err := ref.client.Stop(stopCtx, ref.id); err != nil {
-			o.log.Warn("stop sandbox", "run", ar.run.ID, "sandbox", ref.id, "error", err)
-		}
-	}
+	o.stopSandbox(ar.run.ID, ref)
 }
 
 // Relinquish lets go of every run this host holds: its lease was taken and
 // other hosts own them now. Runs executing stop (their writes are refused
 // anyway); paused ones are forgotten here.
 func (o *Orchestrator) Relinquish() {
-	runs := o.activeRuns()
-	for _, ar := range runs {
+	for _, ar := range o.activeRuns() {
+		ar.abort(core.CodeLeaseLost, "this host's lease was taken over")
 		ar.mu.Lock()
-		idle := ar.idle
-		ar.failCode, ar.failMsg = core.CodeLeaseLost, "this host's lease was taken over"
-		ref := ar.ref
+		idle, ref := ar.idle, ar.ref
 		ar.mu.Unlock()
 		if idle {
+			// Nothing executes it to reach finish: let go here.
 			o.letGo(ar, ref)
-			continue
 		}
-		ar.cancel()
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -44,7 +43,7 @@ func (s *Store) claimNew(r *core.Run) {
 // leaseLost is the refusal of a write for a run another host owns.
 func leaseLost(runID, owner string) error {
 	if owner == "" {
-		owner = "no host"
+		return core.Errf(core.CodeLeaseLost, "", "run %s is no longer this host's: its lease lapsed and another host took the run over", runID)
 	}
 	return core.Errf(core.CodeLeaseLost, "", "run %s is owned by %s now, not by this host: its lease lapsed and the run was taken over", runID, owner)
 }
@@ -204,30 +203,26 @@ func (s *Store) RunOwner(ctx context.Context, runID string, now time.Time) (owne
 	return row.Owner, row.Owner != "" && row.Until.Valid && row.Until.Int64 >= now.UnixMilli(), nil
 }
 
-// LiveHostLeases returns the lease keys of host id's processes other than
-// except whose leases are live at now (another process of the same host id
-// still running, or one that died less than a lease ago).
-func (s *Store) LiveHostLeases(ctx context.Context, hostID, except string, now time.Time) ([]string, error) {
+// LiveHostLeases returns the lease keys of host id's processes whose
+// leases are live at now (another process of the same host id still
+// running, or one that died less than a lease ago).
+func (s *Store) LiveHostLeases(ctx context.Context, hostID string, now time.Time) ([]string, error) {
 	var keys []string
-	err := s.r.SelectContext(ctx, &keys, s.rebind(`SELECT lease_key FROM hosts WHERE host_id = ? AND lease_key <> ? AND lease_until >= ?`), hostID, except, now.UnixMilli())
+	err := s.r.SelectContext(ctx, &keys, s.rebind(`SELECT lease_key FROM hosts WHERE host_id = ? AND lease_until >= ?`), hostID, now.UnixMilli())
 	return keys, translate(err)
 }
 
-// EarlierIncarnations returns the lease keys, other than except, that own
-// active runs under host id hostID (keys hostID + "/…"): processes of this
-// host that ended without settling their runs.
-func (s *Store) EarlierIncarnations(ctx context.Context, hostID, except string) ([]string, error) {
-	prefix := hostID + "/"
-	q, args, err := sqlx.In(`SELECT DISTINCT owner FROM runs WHERE status IN (?) AND substr(owner, 1, ?) = ? AND owner <> ?`,
-		activeStatuses, len(prefix), prefix, except)
+// ForgetLapsedHosts deletes the rows of hosts whose leases lapsed before
+// cutoff and that own no active run (those are deleted when their runs are
+// taken over): hosts that died idle would otherwise stay listed forever.
+func (s *Store) ForgetLapsedHosts(ctx context.Context, cutoff time.Time) error {
+	q, args, err := sqlx.In(`DELETE FROM hosts WHERE lease_until < ?
+ AND lease_key NOT IN (SELECT owner FROM runs WHERE status IN (?))`, cutoff.UnixMilli(), activeStatuses)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var keys []string
-	if err := s.r.SelectContext(ctx, &keys, s.rebind(q), args...); err != nil {
-		return nil, fmt.Errorf("earlier incarnations: %w", translate(err))
-	}
-	return keys, nil
+	_, err = s.w.ExecContext(ctx, s.rebind(q), args...)
+	return translate(err)
 }
 
 // ChatOwner returns the newest run of a chat session, that run's owner and

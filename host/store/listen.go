@@ -17,10 +17,10 @@ type Notices struct {
 	// Self is this host's lease key: its own event notes are dropped
 	// unread.
 	Self string
-	// Event: host sender committed run runID's events up to seq; events
+	// Event: another host committed run runID's events up to seq; events
 	// are those of the commit, in order, when the notification carried
 	// them (nil otherwise: read the log).
-	Event func(sender, runID string, seq int64, events []core.Envelope)
+	Event func(runID string, seq int64, events []core.Envelope)
 	// Command: a new command for the host with this lease key.
 	Command func(owner string)
 	// Answer: command id was answered.
@@ -111,8 +111,8 @@ func (s *Store) Listen(ctx context.Context, n Notices) error {
 func dispatch(msg *pq.Notification, n Notices) {
 	switch msg.Channel {
 	case EventsChannel:
-		if sender, run, seq, events, ok := parseEventNote(msg.Extra, n.Self); ok && n.Event != nil {
-			n.Event(sender, run, seq, events)
+		if _, run, seq, events, ok := parseEventNote(msg.Extra, n.Self); ok && n.Event != nil {
+			n.Event(run, seq, events)
 		}
 	case CommandsChannel:
 		if n.Command != nil {
