@@ -49,6 +49,10 @@ const (
 	CodeLeaseLost = "RUN_LEASE_LOST"
 	// The run's owner did not answer a command forwarded to it in time.
 	CodeOwnerUnreachable = "RUN_OWNER_UNREACHABLE"
+	// The database could not take a write for longer than the host's
+	// outage window (connection lost, server restarting, disk full): the
+	// request or run failed closed, nothing half-written.
+	CodeStoreUnavailable = "STORE_UNAVAILABLE"
 
 	// Tool result codes the host produces itself.
 	CodeToolUnknown          = "TOOL_UNKNOWN"

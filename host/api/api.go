@@ -45,6 +45,9 @@ type Runs interface {
 	Reattach(ctx context.Context, req orchestrator.StartRequest) (*core.Run, error)
 	// KeepsChat reports whether this host keeps a sandbox for the chat.
 	KeepsChat(chatID string) bool
+	// Unpersisted is the final state of a held run whose end the database
+	// has not taken yet (it was unavailable past the outage window).
+	Unpersisted(runID string) (*core.Run, bool)
 }
 
 // Deps are the API's collaborators.
@@ -187,8 +190,13 @@ func requestID(c *gin.Context) {
 func (s *Server) ready(c *gin.Context) {
 	code := http.StatusOK
 	dbState := "ok"
+	// A database that answers a ping may still refuse writes (a full disk,
+	// a restart under way): the store's own record of failing writes says.
+	health := s.deps.Store.Health()
 	if err := s.deps.Store.Ping(c.Request.Context()); err != nil {
 		code, dbState = http.StatusServiceUnavailable, err.Error()
+	} else if !health.OK {
+		code, dbState = http.StatusServiceUnavailable, "unavailable: writes fail: "+health.Cause
 	}
 	var plugins []gin.H
 	if s.deps.Plugins != nil {
@@ -206,6 +214,9 @@ func (s *Server) ready(c *gin.Context) {
 		}
 	}
 	out := gin.H{"database": dbState, "plugins": plugins}
+	if !health.OK {
+		out["database_writes"] = gin.H{"ok": false, "cause": health.Cause, "since": health.Since.UTC(), "outage_window_ms": health.Window.Milliseconds()}
+	}
 	if s.hostID != "" {
 		out["host"] = gin.H{"id": s.hostID, "lease": s.leaseKey}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/store"
@@ -39,11 +40,29 @@ var statusOf = map[string]int{
 	core.CodeHostShutdown:             http.StatusServiceUnavailable,
 	core.CodeLeaseLost:                http.StatusConflict,
 	core.CodeOwnerUnreachable:         http.StatusServiceUnavailable,
+	core.CodeStoreUnavailable:         http.StatusServiceUnavailable,
 	core.CodeFilesTooLarge:            http.StatusRequestEntityTooLarge,
 	CodeUnauthenticated:               http.StatusUnauthorized,
 	CodeForbidden:                     http.StatusForbidden,
 	CodeTooLarge:                      http.StatusRequestEntityTooLarge,
 	CodeModelEndpointNotAllowed:       http.StatusBadRequest,
+}
+
+// retryAfterStore is the Retry-After (seconds) of an answer refused while
+// the database does not take writes: about the time a restart takes.
+const retryAfterStore = "5"
+
+// storeWritable answers 503 STORE_UNAVAILABLE (with Retry-After) and
+// returns false while the database does not take writes: a new run could
+// not be recorded, so it is refused rather than accepted and lost.
+func (s *Server) storeWritable(c *gin.Context) bool {
+	h := s.deps.Store.Health()
+	if h.OK {
+		return true
+	}
+	_ = c.Error(core.Errf(core.CodeStoreUnavailable, "", "the database is not taking writes (%s) since %s; try again shortly",
+		h.Cause, h.Since.UTC().Format(time.RFC3339)))
+	return false
 }
 
 // errorBody is the error envelope every failure answers with.
@@ -85,6 +104,12 @@ func render(c *gin.Context, log hclog.Logger) {
 	}
 	if code == "" && errors.Is(err, store.ErrNotFound) {
 		code, body.Detail.Message = core.CodeNotFound, "not found"
+	}
+	if cause, transient := store.Transient(err); code == "" && transient {
+		code, body.Detail.Message = core.CodeStoreUnavailable, "the database is unavailable for now ("+cause+"); try again shortly"
+	}
+	if code == core.CodeStoreUnavailable {
+		c.Header("Retry-After", retryAfterStore)
 	}
 	status, known := statusOf[code]
 	if !known {

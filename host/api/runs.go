@@ -60,6 +60,20 @@ type runJSON struct {
 	CreatedAt        time.Time       `json:"created_at"`
 	UpdatedAt        time.Time       `json:"updated_at"`
 	FinishedAt       *time.Time      `json:"finished_at,omitempty"`
+	// Persisted is false (and only then present) when the run ended but
+	// the database has not taken its end yet: the host holds it and
+	// writes it when the database is back.
+	Persisted *bool `json:"persisted,omitempty"`
+}
+
+// unpersistedRun is the path's run when this host holds its end unwritten
+// (see Runs.Unpersisted), for the caller's tenant only.
+func (s *Server) unpersistedRun(c *gin.Context) (*core.Run, bool) {
+	r, ok := s.deps.Runs.Unpersisted(c.Param("run_id"))
+	if !ok || r.AppID != c.Param("app_id") || r.TenantID != principal(c).TenantID {
+		return nil, false
+	}
+	return r, true
 }
 
 func runOut(r *core.Run) runJSON {
@@ -77,6 +91,9 @@ func runOut(r *core.Run) runJSON {
 // from (the app's draft head) and hands it to the orchestrator.
 func (s *Server) createRun(c *gin.Context) {
 	apiStart := time.Now()
+	if !s.storeWritable(c) {
+		return
+	}
 	appID := c.Param("app_id")
 	if !validID(appID) {
 		_ = c.Error(core.Errf(core.CodeInvalidRequest, "app_id", "malformed app id"))
@@ -292,6 +309,12 @@ func (s *Server) replay(c *gin.Context, prior *core.Run, appID, fingerprint stri
 }
 
 func (s *Server) getRun(c *gin.Context) {
+	if r, ok := s.unpersistedRun(c); ok {
+		out := runOut(r)
+		out.Persisted = new(bool)
+		c.JSON(http.StatusOK, out)
+		return
+	}
 	r, ok := s.run(c)
 	if !ok {
 		return

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agenthost/agenthost/host/store"
 	"github.com/gin-gonic/gin"
 )
 
@@ -62,17 +63,45 @@ func (s *Server) streamRun(c *gin.Context) {
 
 	heartbeat := time.NewTicker(s.deps.Heartbeat)
 	defer heartbeat.Stop()
+	beat := func() bool {
+		if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			return false
+		}
+		w.Flush()
+		return true
+	}
+	readBackoff := time.Duration(0)
 	for {
 		evs, ok := s.deps.Hub.Since(r.ID, after, streamPage)
 		if !ok {
 			var err error
 			evs, err = s.deps.Store.ListEvents(ctx, r.ID, r.AppID, after, streamPage)
+			if cause, transient := store.Transient(err); transient && ctx.Err() == nil {
+				// The database is away for a moment (a restart, a lost
+				// connection): the client keeps its stream, with
+				// heartbeats, and gets the events once it is back.
+				if readBackoff == 0 {
+					s.log.Warn("stream read waits for the database", "run", r.ID, "cause", cause)
+				}
+				readBackoff = min(max(2*readBackoff, 50*time.Millisecond), time.Second)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(readBackoff):
+				case <-heartbeat.C:
+					if !beat() {
+						return
+					}
+				}
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					s.log.Error("stream read", "run", r.ID, "error", err)
 				}
 				return
 			}
+			readBackoff = 0
 		}
 		for _, e := range evs {
 			data, _ := json.Marshal(e)
@@ -94,10 +123,9 @@ func (s *Server) streamRun(c *gin.Context) {
 			return
 		case <-wake:
 		case <-heartbeat.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if !beat() {
 				return
 			}
-			w.Flush()
 		}
 	}
 }

@@ -203,6 +203,13 @@ func (m *Member) keepLease(ctx context.Context) {
 	defer m.wg.Done()
 	tick := time.NewTicker(m.opts.LeaseTTL / 5)
 	defer tick.Stop()
+	// A host that could not renew its own lease for a while (the database
+	// restarted, or was cut off) does not sweep until it has renewed for a
+	// whole lease again: the other hosts were likely cut off the same way,
+	// and their leases look lapsed only because they could not renew
+	// either. They get that lease to renew before anyone takes their runs.
+	var renewedSince time.Time
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -212,9 +219,10 @@ func (m *Member) keepLease(ctx context.Context) {
 		ok, err := m.st.RenewHost(ctx, m.key, m.opts.LeaseTTL)
 		switch {
 		case err != nil:
-			if ctx.Err() == nil {
-				m.log.Warn("renew host lease", "error", err)
+			if ctx.Err() == nil && !failing {
+				m.log.Warn("cannot renew this host's lease; its runs' writes wait for the database", "error", err)
 			}
+			failing = true
 			continue
 		case !ok:
 			m.log.Error("this host's lease was taken: another host declared it dead and took its runs over; runs still executing here stop without writing", "lease", m.key)
@@ -225,7 +233,11 @@ func (m *Member) keepLease(ctx context.Context) {
 				m.log.Error("register host again", "error", err)
 			}
 		}
-		if m.st.Dialect() == store.Postgres {
+		if failing {
+			failing, renewedSince = false, time.Now()
+			m.log.Info("renewed this host's lease again; other hosts get one lease to do the same before lost runs are taken over")
+		}
+		if m.st.Dialect() == store.Postgres && time.Since(renewedSince) >= m.opts.LeaseTTL {
 			m.sweep(ctx)
 		}
 	}

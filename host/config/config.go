@@ -62,6 +62,11 @@ type Host struct {
 	// runs lasts without renewal (AGENTHOST_LEASE_TTL_MS; default 5000): a
 	// dead host's runs are taken over about this long after it died.
 	LeaseTTLMS int `hcl:"lease_ttl_ms,optional"`
+	// StoreOutageWindowMS is how long, in milliseconds, a write waits out
+	// an unavailable database (a restart, a failover, a full disk) before
+	// the run it serves fails with STORE_UNAVAILABLE
+	// (AGENTHOST_STORE_OUTAGE_WINDOW_MS; default 30000).
+	StoreOutageWindowMS int `hcl:"store_outage_window_ms,optional"`
 }
 
 // Provider is one `provider` block: where the key in KeyEnv may go. A
@@ -219,6 +224,19 @@ func Load(file string) (Host, error) {
 	}
 	if h.LeaseTTLMS < 500 || h.LeaseTTLMS > 600_000 {
 		return Host{}, fmt.Errorf("lease_ttl_ms is %d; it must be between 500 and 600000", h.LeaseTTLMS)
+	}
+	if v := os.Getenv("AGENTHOST_STORE_OUTAGE_WINDOW_MS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return Host{}, fmt.Errorf("AGENTHOST_STORE_OUTAGE_WINDOW_MS=%q is not a whole number of milliseconds", v)
+		}
+		h.StoreOutageWindowMS = n
+	}
+	if h.StoreOutageWindowMS == 0 {
+		h.StoreOutageWindowMS = 30_000
+	}
+	if h.StoreOutageWindowMS < 100 || h.StoreOutageWindowMS > 3_600_000 {
+		return Host{}, fmt.Errorf("store_outage_window_ms is %d; it must be between 100 and 3600000", h.StoreOutageWindowMS)
 	}
 	lim := h.FileLimits()
 	h.MaxFileBytes, h.MaxWorkspaceBytes, h.MaxFiles = lim.MaxFileBytes, lim.MaxWorkspaceBytes, lim.MaxFiles

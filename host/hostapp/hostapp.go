@@ -59,6 +59,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 		return nil, fmt.Errorf("database: %w", err)
 	}
 	st.SetMaxConns(cfg.DatabaseMaxConns)
+	st.SetOutageWindow(time.Duration(cfg.StoreOutageWindowMS) * time.Millisecond)
 	h := &Host{Store: st, log: log}
 	fail := func(err error) (*Host, error) {
 		if h.Plugins != nil {

@@ -109,6 +109,7 @@ func (o *Orchestrator) appendLocked(ctx context.Context, ar *activeRun, ev NewEv
 	err := o.appendLockedOnce(ctx, ar, ev)
 	if err != nil {
 		noteLeaseLost(ar, err)
+		noteStoreUnavailable(ar, err)
 	}
 	return err
 }
@@ -249,10 +250,18 @@ func (o *Orchestrator) recordEnd(ctx context.Context, ar *activeRun, ev NewEvent
 		o.log.Warn("the run's last events were not logged; recording its end alone", "run", runID, "error", err)
 		_, updated, err = finisher.FinishRun(finishCtx, &done, core.Sources(to), ev, turn)
 	}
-	if updated != nil {
-		ar.run = updated
-	}
 	ar.mu.Unlock()
+	if core.CodeOf(err) == core.CodeStoreUnavailable {
+		updated, err = o.persistEnd(ar, done, func() (*core.Run, error) {
+			_, updated, err := finisher.FinishRun(finishCtx, &done, core.Sources(to), ev, turn)
+			return updated, err
+		})
+	}
+	if updated != nil {
+		ar.mu.Lock()
+		ar.run = updated
+		ar.mu.Unlock()
+	}
 	if err != nil {
 		o.log.Error("record the run's end", "run", runID, "error", err)
 	}

@@ -381,6 +381,9 @@ type activeRun struct {
 	// filesDirty: a tool ran since the engine last saved its state, so the
 	// next save snapshots the sandbox with it.
 	filesDirty bool
+	// unpersisted is the run's end while the database has not taken it
+	// (persistEnd).
+	unpersisted *core.Run
 	// noSavedState: the run was created by this Start and its engine has
 	// not saved state since, so there is none to load (a read saved on
 	// every fresh run).

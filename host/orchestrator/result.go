@@ -101,19 +101,45 @@ func (o *Orchestrator) snapshotResult(ctx context.Context, ar *activeRun, ref *s
 // applyResult snapshots and applies a completed run's result, and says how
 // the run ends.
 func (o *Orchestrator) applyResult(ctx context.Context, ar *activeRun, ref *sandboxRef, out outcome) outcome {
-	res, err := o.snapshotResult(ctx, ar, ref)
-	if err != nil {
-		out = o.classify(ar, err, "snapshot sandbox")
+	// The files stream from the sandbox into the store, then become a
+	// revision: while the database is unavailable the whole step is tried
+	// again (blobs are stored by digest and the revision in one
+	// transaction, so a try that failed half-way leaves nothing to undo).
+	var (
+		res      RunResult
+		applied  ApplyOutcome
+		applyErr error
+		snapErr  error
+	)
+	err := o.retryStep(ctx, "store run "+ar.run.ID+"'s result", func(ctx context.Context) error {
+		res, snapErr = o.snapshotResult(ctx, ar, ref)
+		var storeErr *blobWriteError
+		switch {
+		case snapErr == nil:
+		case errors.As(snapErr, &storeErr):
+			return storeErr.err
+		default:
+			// The sandbox's failure, not the database's: not retried.
+			return errSandboxSide
+		}
+		applied, applyErr = o.results.ApplyResult(ctx, ar.run, res)
+		return applyErr
+	})
+	if core.CodeOf(err) == core.CodeStoreUnavailable {
+		return failed(core.CodeStoreUnavailable, "%v", err)
+	}
+	if snapErr != nil {
+		out = o.classify(ar, snapErr, "snapshot sandbox")
 		if out.status == core.RunCancelled {
-			out = failed(core.CodeSandboxError, "snapshot sandbox: %v", err)
+			out = failed(core.CodeSandboxError, "snapshot sandbox: %v", snapErr)
 		}
 		return out
 	}
+	err = applyErr
 	if len(res.LeftOut) > 0 {
 		_ = o.emit(ctx, ar, core.EventRunStatus, map[string]any{"stage": core.StageWarning, "left_out": res.LeftOut,
 			"message": fmt.Sprintf("%d path(s) of the sandbox cannot be stored and are left out of the result: %s", len(res.LeftOut), joinPaths(res.LeftOut))})
 	}
-	applied, err := o.results.ApplyResult(ctx, ar.run, res)
 	if core.CodeOf(err) == core.CodeLeaseLost {
 		ar.mu.Lock()
 		noteLeaseLost(ar, err)
@@ -140,6 +166,21 @@ func (o *Orchestrator) applyResult(ctx context.Context, ar *activeRun, ref *sand
 	}
 	return out
 }
+
+// blobWriteError is a sandbox file the store failed to take while a
+// result streamed in: the database's failure, which applyResult may retry,
+// unlike the sandbox's own.
+type blobWriteError struct {
+	path string
+	err  error
+}
+
+func (e *blobWriteError) Error() string { return "store " + e.path + ": " + e.err.Error() }
+func (e *blobWriteError) Unwrap() error { return e.err }
+
+// errSandboxSide stops applyResult's retries: the snapshot failed in the
+// sandbox, which waiting for the database does not mend.
+var errSandboxSide = errors.New("the sandbox's snapshot failed")
 
 // joinPaths names the paths of a list, briefly.
 func joinPaths(l []LeftOut) string {

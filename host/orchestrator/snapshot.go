@@ -107,7 +107,7 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 			files = append(files, snapshotFile{SnapshotFile: f})
 			return nil
 		case err != nil:
-			return fmt.Errorf("store %s: %w", f.Path, err)
+			return &blobWriteError{path: f.Path, err: err}
 		}
 		f.Size = size
 		files, shas[f.Path] = append(files, snapshotFile{f, sha}), sha

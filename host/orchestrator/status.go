@@ -41,10 +41,8 @@ func (o *Orchestrator) setStatusQueued(ctx context.Context, ar *activeRun, to co
 	next := ar.nextRun(to, mutate)
 	ar.queued.reserve()
 	if err := q.EnqueueTransition(context.WithoutCancel(ctx), &next, core.Sources(to), func(_ *core.Run, err error) {
-		if core.CodeOf(err) == core.CodeLeaseLost {
-			ar.abort(core.CodeLeaseLost, err.Error())
-		} else if err != nil {
-			ar.abort(core.CodeInvalidRunTransition, fmt.Sprintf("record the run as %s: %v", to, err))
+		if err != nil {
+			ar.abort(storeFailureCode(err, core.CodeInvalidRunTransition), fmt.Sprintf("record the run as %s: %v", to, err))
 		}
 		ar.queued.settle(core.Envelope{}, nil)
 	}); err != nil {
@@ -71,6 +69,7 @@ func (o *Orchestrator) setStatus(ctx context.Context, ar *activeRun, to core.Run
 	if err != nil {
 		ar.mu.Lock()
 		noteLeaseLost(ar, err)
+		noteStoreUnavailable(ar, err)
 		ar.mu.Unlock()
 		return err
 	}

@@ -35,6 +35,9 @@ type appendReq struct {
 	// error from it fails the whole batch; a refusal it can live with
 	// goes into its result instead.
 	tail func(ctx context.Context, tx *sqlx.Tx, env core.Envelope) (any, error)
+	// reread, with a tail, gives the tail's outcome from what is stored:
+	// for a batch whose commit was reported failed but happened.
+	reread func(ctx context.Context) (any, error)
 }
 
 type appendResult struct {
@@ -134,23 +137,44 @@ func (w *eventWriter) commit(batch []*appendReq) {
 	if len(batch) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	envs := make([]core.Envelope, len(batch))
 	tails := make([]any, len(batch))
-	err := w.assign(ctx, batch, envs, now)
 	var lost map[string]bool
-	if err == nil {
+	assigned, tries := false, 0
+	// While the database is unavailable the batch is tried again (store
+	// retry), with the same seqs and times: the writer takes nothing else
+	// meanwhile, so the lanes' queues fill and emitters wait.
+	err := w.s.retry(context.Background(), "append events", func(context.Context) error {
+		tries++
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if !assigned {
+			if err := w.assign(ctx, batch, envs, now); err != nil {
+				w.forgetSeqs(batch)
+				return err
+			}
+			assigned = true
+		}
 		lost = map[string]bool{}
-		err = w.write(ctx, batch, envs, tails, lost)
-	}
+		clear(tails)
+		err := w.write(ctx, batch, envs, tails, lost)
+		if err != nil && tries > 1 && errors.Is(err, ErrConflict) {
+			// An earlier try may have committed with its answer lost on
+			// the way (the connection dropped after COMMIT): then the
+			// batch is in the log already.
+			if ok, verr := w.committedBefore(ctx, batch, envs, tails, lost); verr != nil || ok {
+				return verr
+			}
+		}
+		return err
+	})
 	if err != nil {
 		// Nothing of this batch is in the log: forget cached seqs so the
 		// next append re-reads the truth, and hold back what each run
 		// queued behind it.
+		w.forgetSeqs(batch)
 		for _, r := range batch {
-			delete(w.next, r.run.ID)
 			if r.ev.Type != "" && !r.ev.Type.Terminal() {
 				w.broken[r.run.ID] = err
 			}
@@ -188,6 +212,58 @@ func (w *eventWriter) commit(batch []*appendReq) {
 			}
 		}
 	}
+}
+
+// forgetSeqs drops the cached next seqs of the batch's runs: they are read
+// from the log again.
+func (w *eventWriter) forgetSeqs(batch []*appendReq) {
+	for _, r := range batch {
+		delete(w.next, r.run.ID)
+	}
+}
+
+// committedBefore tells whether an earlier try of the batch committed
+// although it reported a failure. The batch commits whole or not at all,
+// so each run's first event of it is either in the log as this batch
+// wrote it, or (on PostgreSQL) the run was fenced off and goes into lost.
+// When the batch is found committed, each request with a tail gets its
+// outcome read back (reread), since the earlier try's was lost.
+func (w *eventWriter) committedBefore(ctx context.Context, batch []*appendReq, envs []core.Envelope, tails []any, lost map[string]bool) (bool, error) {
+	first := map[string]core.Envelope{}
+	for _, e := range envs {
+		if _, seen := first[e.RunID]; e.Event != "" && !seen {
+			first[e.RunID] = e
+		}
+	}
+	found := map[string]bool{}
+	for run, e := range first {
+		var rows []eventRow
+		if err := w.s.w.SelectContext(ctx, &rows, w.s.rebind(`SELECT run_id, seq, type, payload, diagnostics, ts FROM run_events WHERE run_id = ? AND seq = ?`), run, e.Seq); err != nil {
+			return false, translate(err)
+		}
+		if len(rows) == 1 && rows[0].Type == string(e.Event) && rows[0].TS == e.TS.UnixMilli() && rows[0].Payload == string(e.Payload) {
+			found[run] = true
+		}
+	}
+	if len(found) == 0 {
+		return false, nil
+	}
+	clear(lost)
+	for run := range first {
+		if !found[run] {
+			lost[run] = true
+		}
+	}
+	for i, r := range batch {
+		if r.tail != nil && r.reread != nil && !lost[r.run.ID] {
+			out, err := r.reread(ctx)
+			if err != nil {
+				return false, err
+			}
+			tails[i] = out
+		}
+	}
+	return true, nil
 }
 
 // dropBroken fails the requests of runs whose earlier event did not

@@ -41,6 +41,15 @@ func (s *Store) FinishRun(ctx context.Context, r *core.Run, from []core.RunStatu
 			return nil, err
 		}
 		return finished{run: updated}, nil
+	}, reread: func(ctx context.Context) (any, error) {
+		stored, err := s.GetRun(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		if stored.Status != r.Status {
+			return finished{refused: core.Errf(core.CodeInvalidRunTransition, "", "run %s is %s", r.ID, stored.Status)}, nil
+		}
+		return finished{run: stored}, nil
 	}})
 	if err != nil {
 		return core.Envelope{}, nil, err
@@ -91,6 +100,15 @@ func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
 			return nil, err
 		}
 		return updated, nil
+	}, reread: func(ctx context.Context) (any, error) {
+		stored, err := s.GetRun(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		if stored.Status != r.Status {
+			return core.Errf(core.CodeInvalidRunTransition, "", "run %s is %s", r.ID, stored.Status), nil
+		}
+		return stored, nil
 	}}
 }
 

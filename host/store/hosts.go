@@ -98,6 +98,9 @@ func (s *Store) RegisterHost(ctx context.Context, leaseKey, hostID string, ttl t
 	return translate(err)
 }
 
+// leaseToken is the lease renewal's entry among failing writes (outage).
+const leaseToken = "lease"
+
 // RenewHost pushes a host's lease to ttl from now. ok is false when its row
 // is gone: another host declared it dead and took its runs over.
 func (s *Store) RenewHost(ctx context.Context, leaseKey string, ttl time.Duration) (ok bool, err error) {
@@ -105,8 +108,15 @@ func (s *Store) RenewHost(ctx context.Context, leaseKey string, ttl time.Duratio
 	res, err := s.w.ExecContext(ctx, s.rebind(`UPDATE hosts SET heartbeat_at = ?, lease_until = ? WHERE lease_key = ?`),
 		now.UnixMilli(), now.Add(ttl).UnixMilli(), leaseKey)
 	if err != nil {
+		// The renewal is the store's heartbeat too: it tells Health that
+		// the database takes writes again, or not, even when nothing else
+		// writes.
+		if cause, transient := transientCause(err); transient {
+			s.outage.fail(leaseToken, cause)
+		}
 		return false, translate(err)
 	}
+	s.outage.succeeded(leaseToken)
 	n, err := res.RowsAffected()
 	return n == 1, err
 }

@@ -292,8 +292,24 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*core.Run) err
 // status change: no read-then-write transaction, no row held locked
 // between round trips. The caller owns the run's row (the orchestrator,
 // for a run it executes), so writing its fields whole loses nothing.
+//
+// While the database is unavailable it is retried (see Retry); a try that
+// is refused after one whose answer was lost finds whether that one wrote.
 func (s *Store) TransitionRun(ctx context.Context, r *core.Run, from []core.RunStatus) (*core.Run, error) {
-	return s.transitionRun(ctx, s.w, r, from)
+	var out *core.Run
+	tries := 0
+	err := s.retry(ctx, "record run "+r.ID+"'s status", func(ctx context.Context) error {
+		tries++
+		updated, err := s.transitionRun(ctx, s.w, r, from)
+		if err != nil && tries > 1 && refusal(err) {
+			if stored, gerr := s.GetRun(ctx, r.ID); gerr == nil && stored.Status == r.Status {
+				updated, err = stored, nil
+			}
+		}
+		out = updated
+		return err
+	})
+	return out, err
 }
 
 // transitionRun is TransitionRun on q (the store's writer or a
@@ -386,6 +402,14 @@ func (s *Store) ListRunsByStatus(ctx context.Context, statuses ...core.RunStatus
 // (nil keeps the last one). Its contents must be stored already (PutBlob,
 // PutBlobFrom): the working copy is streamed in, never held whole.
 func (s *Store) SaveEngineState(ctx context.Context, runID string, state []byte, work []core.FileRef) error {
+	return s.retry(ctx, "save run "+runID+"'s engine state", func(ctx context.Context) error {
+		return s.saveEngineState(ctx, runID, state, work)
+	})
+}
+
+// saveEngineState is one try of SaveEngineState (an upsert: trying again
+// writes the same).
+func (s *Store) saveEngineState(ctx context.Context, runID string, state []byte, work []core.FileRef) error {
 	now := time.Now().UnixMilli()
 	if work == nil {
 		return s.saveStateFenced(ctx, s.w, runID, `INSERT INTO engine_states (run_id, state, updated_at) VALUES (?, ?, ?)
@@ -441,13 +465,17 @@ type workEntry struct {
 }
 
 // LoadEngineState returns a run's saved engine state, or nil.
+// A run about to start waits out an unavailable database (Retry).
 func (s *Store) LoadEngineState(ctx context.Context, runID string) ([]byte, error) {
 	var state []byte
-	err := s.r.GetContext(ctx, &state, s.rebind(`SELECT state FROM engine_states WHERE run_id = ?`), runID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	return state, translate(err)
+	err := s.retry(ctx, "load run "+runID+"'s engine state", func(ctx context.Context) error {
+		err := s.r.GetContext(ctx, &state, s.rebind(`SELECT state FROM engine_states WHERE run_id = ?`), runID)
+		if errors.Is(err, sql.ErrNoRows) {
+			state, err = nil, nil
+		}
+		return translate(err)
+	})
+	return state, err
 }
 
 // LoadWorkFiles returns the working copy saved with a run's engine state;

@@ -60,6 +60,8 @@ type Store struct {
 	// owner is this host's lease key (SetOwner): the owner of the runs it
 	// records, and on PostgreSQL the fence of every write for a run.
 	owner string
+	// outage tracks writes failing for reasons that may clear (outage.go).
+	outage *outage
 }
 
 // ErrConflict is returned (wrapped) when a write collides with existing data
@@ -111,7 +113,7 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 		}
-		return &Store{dialect: Postgres, connStr: databaseURL, w: db, r: db}, nil
+		return &Store{dialect: Postgres, connStr: databaseURL, w: db, r: db, outage: newOutage()}, nil
 	}
 
 	path := strings.TrimPrefix(databaseURL, "sqlite://")
@@ -158,7 +160,7 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("open SQLite %s: %w", path, err)
 	}
-	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r, path: path}, nil
+	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r, path: path, outage: newOutage()}, nil
 }
 
 // oneTripQueries turns on lib/pq's binary_parameters unless the URL says
