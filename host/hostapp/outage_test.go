@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,9 +46,14 @@ type outageLoad struct {
 }
 
 func startOutageLoad(ctx context.Context, t *testing.T, h *hostProc, appID string, rounds int) *outageLoad {
-	l := &outageLoad{errs: make(chan error, outageRuns), started: make(chan struct{})}
+	return startOutageLoadN(ctx, t, h, appID, outageRuns, rounds)
+}
+
+// startOutageLoadN is startOutageLoad with n runs.
+func startOutageLoadN(ctx context.Context, t *testing.T, h *hostProc, appID string, n, rounds int) *outageLoad {
+	l := &outageLoad{errs: make(chan error, n), started: make(chan struct{})}
 	var streaming sync.WaitGroup
-	for range outageRuns {
+	for range n {
 		id := createRun(t, h, appID, pacedScript(rounds))
 		f := &follower{}
 		l.ids, l.followers = append(l.ids, id), append(l.followers, f)
@@ -214,6 +220,46 @@ func TestPostgresDownPastOutageWindow(t *testing.T) {
 	var again follower
 	require.NoError(t, again.follow(ctx, []*hostProc{h}, app.ID, id))
 	require.Equal(t, "run.completed", checkLog(t, id, again.events).Type)
+}
+
+// TestPostgresDownLongerThanLeaseNoHostTakesOver: with two hosts on one
+// PostgreSQL, the database is down for three leases. When it is back,
+// every host's lease looks lapsed, but each host, having failed to renew
+// its own, gives the others a lease to renew before it sweeps: no run is
+// taken over, and every run completes on the host that started it.
+func TestPostgresDownLongerThanLeaseNoHostTakesOver(t *testing.T) {
+	t.Parallel()
+	pg := pgserver.Start(t)
+	hosts, appID := startClusterOn(t, pg.URL(), 2, multiLease)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	loads := []*outageLoad{
+		startOutageLoadN(ctx, t, hosts[0], appID, outageRuns/2, 100),
+		startOutageLoadN(ctx, t, hosts[1], appID, outageRuns/2, 100),
+	}
+	for _, l := range loads {
+		<-l.started
+	}
+	pg.Stop(t)
+	time.Sleep(3 * multiLease) // the outage itself: nothing to poll for
+	pg.Start(t)
+	for i, l := range loads {
+		require.Empty(t, l.wait(), "host log:\n%s", hosts[i].logs.String())
+		for j, id := range l.ids {
+			events := l.followers[j].snapshot()
+			term := checkLog(t, id, events)
+			require.Equal(t, "run.completed", term.Type, "run %s: %s", id, term.Payload)
+			assert.False(t, hasEvent(events, "run.resumed"), "run %s was not taken over", id)
+		}
+	}
+	for _, h := range hosts {
+		resp, err := http.Get(h.url + "/metrics")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.NotContains(t, string(body), "agenthost_runs_taken_over_total{", "no host took runs over")
+		assert.Contains(t, string(body), "\nagenthost_lease_lost_total 0\n", "no host lost its lease")
+	}
 }
 
 // countType counts events of one type.

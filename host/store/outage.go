@@ -37,7 +37,7 @@ const DefaultOutageWindow = 30 * time.Second
 // maxRetryBackoff, so a write goes through soon after the database is back.
 const (
 	firstRetryBackoff = 20 * time.Millisecond
-	maxRetryBackoff   = 500 * time.Millisecond
+	maxRetryBackoff   = 200 * time.Millisecond
 )
 
 // Health is whether the database takes writes now.
