@@ -37,7 +37,10 @@ func twoHosts(t *testing.T, ttlA time.Duration) (a, b *Store) {
 // store a revision for the run. b's own events
 // continue the log with no gap.
 func TestLeaseFencesEveryWrite(t *testing.T) {
-	a, b := twoHosts(t, 50*time.Millisecond)
+	// A lease long enough that the writes before the lapse fit in it on a
+	// loaded machine (50 ms did not, once).
+	const lease = time.Second
+	a, b := twoHosts(t, lease)
 	ctx := context.Background()
 	seedApp(t, a)
 	r := newRun("run_fenced")
@@ -56,7 +59,7 @@ func TestLeaseFencesEveryWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, claimed, "a's lease was live at that time")
 
-	time.Sleep(60 * time.Millisecond) // a's lease lapses
+	time.Sleep(lease + 10*time.Millisecond) // a's lease lapses
 	owners, err = b.LostOwners(ctx, time.Now())
 	require.NoError(t, err)
 	assert.Contains(t, owners, "a/1")
