@@ -69,17 +69,11 @@ func TestSQLiteFullDiskRunsFinishOnceFreed(t *testing.T) {
 	h := startHostProc(t, []string{"AGENTHOST_DATA_DIR=" + t.TempDir(), "DATABASE_URL=" + dbPath, "AGENTHOST_PLUGIN_DIR=" + binDir,
 		"AGENTHOST_PLUGIN_CONFIG_DIR=" + testenv.PluginConfigDir(t, "mock", "local"), "AGENTHOST_BOOTSTRAP_TOKEN=kill-token",
 		"AGENTHOST_STORE_OUTAGE_WINDOW_MS=600000"})
-	var app struct{ ID string }
-	require.Equal(t, http.StatusCreated, h.do("POST", "/admin/apps", map[string]any{"name": "full", "files": map[string]string{"index.html": "<h1>hi</h1>\n"}}, &app))
+	appID := createApp(t, h, "full")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	load := startOutageLoad(ctx, t, h, app.ID, 300)
-	select {
-	case <-load.started:
-	case <-ctx.Done():
-		t.Fatal("the runs did not start streaming")
-	}
+	load := startOutageLoad(ctx, t, h, appID, 300)
 	filler := filepath.Join(small, "filler")
 	fillUp(t, filler)
 
@@ -94,7 +88,7 @@ func TestSQLiteFullDiskRunsFinishOnceFreed(t *testing.T) {
 	}, time.Minute, 50*time.Millisecond, "readyz says the database takes no writes")
 	assert.Contains(t, ready.Writes.Cause, "disk full")
 	// Reads go on.
-	runPath := "/admin/apps/" + app.ID + "/coding-agent/runs/"
+	runPath := "/admin/apps/" + appID + "/coding-agent/runs/"
 	var run killRun
 	require.Equal(t, http.StatusOK, h.do("GET", runPath+load.ids[0], nil, &run))
 	assert.Equal(t, "running", run.Status)
@@ -107,11 +101,8 @@ func TestSQLiteFullDiskRunsFinishOnceFreed(t *testing.T) {
 	assert.NotEmpty(t, header.Get("Retry-After"))
 
 	require.NoError(t, os.Remove(filler))
-	errs := load.wait()
-	require.Empty(t, errs, "host log:\n%s", h.logs.String())
-	for i, id := range load.ids {
-		events := load.followers[i].snapshot()
-		term := checkLog(t, id, events)
+	for i, events := range load.ended(t, h) {
+		id, term := load.ids[i], events[len(events)-1]
 		require.Equal(t, "run.completed", term.Type, "run %s: %s", id, term.Payload)
 		require.Equal(t, 300*5+2, countType(events, "assistant.delta"), "run %s: every delta, once", id)
 	}

@@ -35,8 +35,8 @@ func pacedScript(rounds int) string {
 	return b.String()
 }
 
-// outageLoad starts outageRuns paced runs on h and follows each over SSE;
-// started is closed once every run has streamed a delta.
+// outageLoad starts outageRuns paced runs on h and follows each over SSE,
+// returning once every run has streamed a delta.
 type outageLoad struct {
 	ids       []string
 	followers []*follower
@@ -79,7 +79,34 @@ func startOutageLoadN(ctx context.Context, t *testing.T, h *hostProc, appID stri
 		}()
 	}
 	go func() { streaming.Wait(); close(l.started) }()
+	select {
+	case <-l.started:
+	case <-ctx.Done():
+		t.Fatal("the runs did not start streaming")
+	}
 	return l
+}
+
+// ended waits for every stream to end, requires that none failed and
+// returns each run's events, checked gap-free with one terminal event
+// last (checkLog).
+func (l *outageLoad) ended(t *testing.T, h *hostProc) [][]sseEvent {
+	t.Helper()
+	require.Empty(t, l.wait(), "host log:\n%s", h.logs.String())
+	out := make([][]sseEvent, len(l.ids))
+	for i, id := range l.ids {
+		out[i] = l.followers[i].snapshot()
+		checkLog(t, id, out[i])
+	}
+	return out
+}
+
+// createApp creates an app with one file on h.
+func createApp(t *testing.T, h *hostProc, name string) string {
+	t.Helper()
+	var app struct{ ID string }
+	require.Equal(t, http.StatusCreated, h.do("POST", "/admin/apps", map[string]any{"name": name, "files": map[string]string{"index.html": "<h1>hi</h1>\n"}}, &app))
+	return app.ID
 }
 
 // wait waits for every stream to end and returns what went wrong.
@@ -106,18 +133,9 @@ func TestPostgresRestartWhileRunsStream(t *testing.T) {
 	defer cancel()
 
 	load := startOutageLoad(ctx, t, h, appID, 60)
-	select {
-	case <-load.started:
-	case <-ctx.Done():
-		t.Fatal("the runs did not start streaming")
-	}
 	pg.Restart(t)
-	errs := load.wait()
-	require.Empty(t, errs, "host log:\n%s", h.logs.String())
-
-	for i, id := range load.ids {
-		events := load.followers[i].snapshot()
-		term := checkLog(t, id, events)
+	for i, events := range load.ended(t, h) {
+		id, term := load.ids[i], events[len(events)-1]
 		require.Equal(t, "run.completed", term.Type, "run %s: %s", id, term.Payload)
 		require.Equal(t, 60*5+2, countType(events, "assistant.delta"), "run %s: every delta, once", id)
 		// The log read back is what the client saw live.
@@ -147,22 +165,16 @@ func TestPostgresDownPastOutageWindow(t *testing.T) {
 		"AGENTHOST_PLUGIN_CONFIG_DIR=" + testenv.PluginConfigDir(t, "mock", "local"), "AGENTHOST_BOOTSTRAP_TOKEN=kill-token",
 		"AGENTHOST_LEASE_TTL_MS=1000", "AGENTHOST_DATABASE_MAX_CONNS=8",
 		fmt.Sprintf("AGENTHOST_STORE_OUTAGE_WINDOW_MS=%d", window.Milliseconds())})
-	var app struct{ ID string }
-	require.Equal(t, http.StatusCreated, h.do("POST", "/admin/apps", map[string]any{"name": "outage", "files": map[string]string{"index.html": "<h1>hi</h1>\n"}}, &app))
+	appID := createApp(t, h, "outage")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	load := startOutageLoad(ctx, t, h, app.ID, 400)
-	select {
-	case <-load.started:
-	case <-ctx.Done():
-		t.Fatal("the runs did not start streaming")
-	}
+	load := startOutageLoad(ctx, t, h, appID, 400)
 	stopping := time.Now()
 	pg.Stop(t)
 
 	// While it is down, past the window: every run is failed in memory.
-	runPath := "/admin/apps/" + app.ID + "/coding-agent/runs/"
+	runPath := "/admin/apps/" + appID + "/coding-agent/runs/"
 	for _, id := range load.ids {
 		require.Eventually(t, func() bool {
 			var run struct {
@@ -193,11 +205,8 @@ func TestPostgresDownPastOutageWindow(t *testing.T) {
 	assert.NotEmpty(t, header.Get("Retry-After"))
 
 	pg.Start(t)
-	errs := load.wait()
-	require.Empty(t, errs, "host log:\n%s", h.logs.String())
-	for i, id := range load.ids {
-		events := load.followers[i].snapshot()
-		term := checkLog(t, id, events)
+	for i, events := range load.ended(t, h) {
+		id, term := load.ids[i], events[len(events)-1]
 		require.Equal(t, "run.failed", term.Type, "run %s", id)
 		var payload struct {
 			ErrorCode string `json:"error_code"`
@@ -216,9 +225,9 @@ func TestPostgresDownPastOutageWindow(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return h.do("GET", "/readyz", nil, nil) == http.StatusOK }, 30*time.Second, 50*time.Millisecond)
 	// And the host takes runs again.
-	id := createRun(t, h, app.ID, "say again")
+	id := createRun(t, h, appID, "say again")
 	var again follower
-	require.NoError(t, again.follow(ctx, []*hostProc{h}, app.ID, id))
+	require.NoError(t, again.follow(ctx, []*hostProc{h}, appID, id))
 	require.Equal(t, "run.completed", checkLog(t, id, again.events).Type)
 }
 
@@ -237,17 +246,12 @@ func TestPostgresDownLongerThanLeaseNoHostTakesOver(t *testing.T) {
 		startOutageLoadN(ctx, t, hosts[0], appID, outageRuns/2, 100),
 		startOutageLoadN(ctx, t, hosts[1], appID, outageRuns/2, 100),
 	}
-	for _, l := range loads {
-		<-l.started
-	}
 	pg.Stop(t)
 	time.Sleep(3 * multiLease) // the outage itself: nothing to poll for
 	pg.Start(t)
 	for i, l := range loads {
-		require.Empty(t, l.wait(), "host log:\n%s", hosts[i].logs.String())
-		for j, id := range l.ids {
-			events := l.followers[j].snapshot()
-			term := checkLog(t, id, events)
+		for j, events := range l.ended(t, hosts[i]) {
+			id, term := l.ids[j], events[len(events)-1]
 			require.Equal(t, "run.completed", term.Type, "run %s: %s", id, term.Payload)
 			assert.False(t, hasEvent(events, "run.resumed"), "run %s was not taken over", id)
 		}
