@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.7.0
 # (go.dev/issue/75804, fixed in Go 1.27); a count has no deadline to race.
 FUZZTIME ?= 20000x
 
-.PHONY: build tools run test cross bench fuzz proto lint clean
+.PHONY: build tools run test cross bench fuzz proto lint clean soak
 
 # Release builds: no symbol tables or DWARF (-s -w: the native engine drops
 # from 96 MB), no local paths (-trimpath), and the version stamped from git.
@@ -97,6 +97,19 @@ bench: build
 	@set -o pipefail; \
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) -timeout 30m $(BENCHPKGS) | tee bench.txt; status=$$?; \
 	echo; $(GO) run ./host/internal/benchratio bench.txt || status=$$?; exit $$status
+
+# The soak test (host/soak): a real host per database dialect, side by
+# side, each kept busy for SOAK_DURATION by 20 chat sessions of mock turns
+# with tool calls; it fails on any error, or when a host's or a plugin's
+# memory, file descriptors or goroutines end more than 10% from where they
+# were after warm-up. PostgreSQL needs TEST_DATABASE_URL. The test builds
+# its own binaries (TestMain). The timeout is the duration plus 10m:
+# units written one after the other add up in a Go duration (2m10m is
+# 12m, 1h10m is 1h10m).
+SOAK_DURATION ?= 2m
+
+soak:
+	$(GO) test ./host/soak/ -run Soak -count=1 -timeout $(SOAK_DURATION)10m -v -args -soak.duration=$(SOAK_DURATION)
 
 proto:
 	protoc -I $(PROTO_DIR) \
