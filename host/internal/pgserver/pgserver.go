@@ -97,7 +97,7 @@ func Start(t testing.TB) *Server {
 	// Not t.TempDir: its parents are 0700 (the postgres user could not
 	// reach them) and its long, test-named path may pass the 107-byte
 	// limit of a Unix socket path.
-	dir, err := os.MkdirTemp("", "pgserver-")
+	dir, err := os.MkdirTemp(tempBase(cred), "pgserver-")
 	if err != nil {
 		t.Fatalf("pgserver: %v", err)
 	}
@@ -301,7 +301,7 @@ func (s *Server) prepareDir() error {
 		return nil
 	}
 	if err := reachable(filepath.Dir(s.dir), s.cred); err != nil {
-		return fmt.Errorf("%w (set TMPDIR to a folder the postgres user can enter)", err)
+		return fmt.Errorf("%w (no temporary folder that user can enter: $TMPDIR, /tmp, /var/tmp, /dev/shm)", err)
 	}
 	for _, p := range []string{s.dir, s.sock} {
 		if err := os.Chown(p, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
@@ -442,6 +442,32 @@ func serverCredential() (*syscall.Credential, error) {
 		return nil, err
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// maxBaseLen keeps the socket path (base, "/pgserver-NNNNNNNNN/sock/",
+// ".s.PGSQL.NNNNN") inside the 107 bytes a Unix socket path may have.
+const maxBaseLen = 60
+
+// tempBase is the folder the server's temporary folder goes in: $TMPDIR
+// when the server's user can enter it and its path is short enough, else
+// the first of /tmp, /var/tmp and /dev/shm that qualifies. A CI job or a
+// sandboxed shell often points TMPDIR into a private (0700) folder, which
+// the postgres user cannot reach. With no cred (not root) or no candidate,
+// it is os.TempDir(), and prepareDir reports what is wrong.
+func tempBase(cred *syscall.Credential) string {
+	first := os.TempDir()
+	for _, d := range []string{first, "/tmp", "/var/tmp", "/dev/shm"} {
+		if len(d) > maxBaseLen {
+			continue
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		if cred == nil || reachable(d, cred) == nil {
+			return d
+		}
+	}
+	return first
 }
 
 // reachable checks that the user can enter dir and every folder above it.
