@@ -35,7 +35,7 @@ var envVars = []envVar{
 	{"AGENTHOST_MAX_WORKSPACE_BYTES", "268435456 (256 MiB)", "all of an app's files together", false},
 	{"AGENTHOST_MAX_FILES", "20000", "files in an app", false},
 	{"AGENTHOST_DEFAULT_SANDBOX", "local", "sandbox backend used when a run names none", false},
-	{"AGENTHOST_DATABASE_MAX_CONNS", "32", "PostgreSQL connections this host opens at most (plus one it listens on)", false},
+	{"AGENTHOST_DATABASE_MAX_CONNS", "32", "PostgreSQL connections this host opens at most, its lease heartbeat's included (plus one it listens on)", false},
 	{"AGENTHOST_HOST_ID", "hostname + random suffix", "this host's id among hosts sharing a PostgreSQL database (docs/scale-out.md)", false},
 	{"AGENTHOST_LEASE_TTL_MS", "5000", "how long a host's lease on its runs lasts unrenewed; a dead host's runs are taken over after it", false},
 	{"AGENTHOST_STORE_OUTAGE_WINDOW_MS", "30000", "how long writes wait out an unavailable database (restart, failover, full disk) before its runs fail", false},

@@ -216,7 +216,12 @@ func (m *Member) keepLease(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		ok, err := m.st.RenewHost(ctx, m.key, m.opts.LeaseTTL)
+		// A renewal that has not answered within the lease is no use (the
+		// lease lapsed meanwhile); give up on it so the next tick retries
+		// on a fresh connection instead of waiting on a wedged one.
+		renewCtx, cancel := context.WithTimeout(ctx, m.opts.LeaseTTL)
+		ok, err := m.st.RenewHost(renewCtx, m.key, m.opts.LeaseTTL)
+		cancel()
 		switch {
 		case err != nil:
 			if ctx.Err() == nil && !failing {

@@ -53,7 +53,8 @@ type Host struct {
 	// key and endpoint are not bound is refused.
 	Providers []Provider `hcl:"provider,block"`
 	// DatabaseMaxConns bounds this host's PostgreSQL connections
-	// (AGENTHOST_DATABASE_MAX_CONNS; default 32, plus one it listens on).
+	// (AGENTHOST_DATABASE_MAX_CONNS; default 32, the lease heartbeat's own
+	// connection included, plus one it listens on).
 	DatabaseMaxConns int `hcl:"database_max_conns,optional"`
 	// HostID names this host among the hosts sharing a PostgreSQL database
 	// (AGENTHOST_HOST_ID; default: the hostname and a random suffix).

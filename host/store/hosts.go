@@ -102,10 +102,12 @@ func (s *Store) RegisterHost(ctx context.Context, leaseKey, hostID string, ttl t
 const leaseToken = "lease"
 
 // RenewHost pushes a host's lease to ttl from now. ok is false when its row
-// is gone: another host declared it dead and took its runs over.
+// is gone: another host declared it dead and took its runs over. It has a
+// connection of its own on PostgreSQL (Store.lease), so it never queues
+// behind the host's own load.
 func (s *Store) RenewHost(ctx context.Context, leaseKey string, ttl time.Duration) (ok bool, err error) {
 	now := time.Now()
-	res, err := s.w.ExecContext(ctx, s.rebind(`UPDATE hosts SET heartbeat_at = ?, lease_until = ? WHERE lease_key = ?`),
+	res, err := s.lease.ExecContext(ctx, s.rebind(`UPDATE hosts SET heartbeat_at = ?, lease_until = ? WHERE lease_key = ?`),
 		now.UnixMilli(), now.Add(ttl).UnixMilli(), leaseKey)
 	if err != nil {
 		// The renewal is the store's heartbeat too: it tells Health that

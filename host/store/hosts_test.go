@@ -30,6 +30,29 @@ func twoHosts(t *testing.T, ttlA time.Duration) (a, b *Store) {
 	return open("a/1", ttlA), open("b/1", time.Minute)
 }
 
+// TestLeaseRenewsWhileThePoolIsBusy: with every pool connection held (a
+// host whose event commits and run writes use them all), the lease is
+// still renewed, on its own connection: a host's own load must not make
+// the other hosts declare it dead.
+func TestLeaseRenewsWhileThePoolIsBusy(t *testing.T) {
+	a, _ := twoHosts(t, time.Minute)
+	a.SetMaxConns(2) // the lease's connection and a pool of one
+	ctx := context.Background()
+	tx, err := a.w.BeginTx(ctx, nil) // takes the pool's only connection
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	// The deadline only bounds a failure: a renewal queued behind tx
+	// would wait until tx ends, which it does not before this returns.
+	renewCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ok, err := a.RenewHost(renewCtx, "a/1", time.Minute)
+	require.NoError(t, err, "the renewal waited for the busy pool")
+	assert.True(t, ok)
+	var until int64
+	require.NoError(t, tx.QueryRowContext(ctx, `SELECT lease_until FROM hosts WHERE lease_key = 'a/1'`).Scan(&until))
+	assert.Greater(t, until, time.Now().Add(50*time.Second).UnixMilli(), "the renewal committed")
+}
+
 // TestLeaseFencesEveryWrite: once host b has taken host a's run over (a's
 // lease lapsed), every write a makes for it is refused with
 // RUN_LEASE_LOST and changes nothing — events, status, engine state — and
@@ -37,10 +60,7 @@ func twoHosts(t *testing.T, ttlA time.Duration) (a, b *Store) {
 // store a revision for the run. b's own events
 // continue the log with no gap.
 func TestLeaseFencesEveryWrite(t *testing.T) {
-	// A lease long enough that the writes before the lapse fit in it on a
-	// loaded machine (50 ms did not, once).
-	const lease = time.Second
-	a, b := twoHosts(t, lease)
+	a, b := twoHosts(t, time.Minute)
 	ctx := context.Background()
 	seedApp(t, a)
 	r := newRun("run_fenced")
@@ -59,7 +79,12 @@ func TestLeaseFencesEveryWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, claimed, "a's lease was live at that time")
 
-	time.Sleep(lease + 10*time.Millisecond) // a's lease lapses
+	// a's lease lapses: a renewal that ends it at once stands for a host
+	// that stopped renewing (no sleep, so a loaded machine cannot make the
+	// live-lease checks above see it lapsed too early).
+	ok, err := a.RenewHost(ctx, "a/1", -time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ok)
 	owners, err = b.LostOwners(ctx, time.Now())
 	require.NoError(t, err)
 	assert.Contains(t, owners, "a/1")
@@ -82,7 +107,7 @@ func TestLeaseFencesEveryWrite(t *testing.T) {
 	assert.Equal(t, core.CodeLeaseLost, core.CodeOf(err), "%v", err)
 	_, _, err = b.GetRevision(ctx, "rev_stale")
 	assert.ErrorIs(t, err, ErrNotFound, "no revision of the stale host's result")
-	ok, err := a.RenewHost(ctx, "a/1", time.Minute)
+	ok, err = a.RenewHost(ctx, "a/1", time.Minute)
 	require.NoError(t, err)
 	assert.False(t, ok, "a finds out it was declared dead")
 

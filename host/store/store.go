@@ -47,6 +47,11 @@ type Store struct {
 	w *sqlx.DB
 	// r serves reads; on PostgreSQL it is the same pool as w.
 	r *sqlx.DB
+	// lease renews this host's lease. On PostgreSQL it is a connection of
+	// its own, so a busy pool (every connection held by event commits and
+	// run writes) cannot delay the heartbeat past the lease and make the
+	// other hosts take this one's runs. On SQLite it is w.
+	lease *sqlx.DB
 
 	// events are the event log's writers (lanes), a run always on the
 	// same one.
@@ -106,14 +111,21 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		db.SetMaxOpenConns(32)
+		db.SetMaxOpenConns(postgresMaxConns - 1)
 		db.SetMaxIdleConns(postgresIdleConns)
 		db.SetConnMaxIdleTime(5 * time.Minute)
 		if err := db.PingContext(ctx); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 		}
-		return &Store{dialect: Postgres, connStr: databaseURL, w: db, r: db, outage: newOutage()}, nil
+		lease, err := sqlx.Open("postgres", databaseURL)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		lease.SetMaxOpenConns(1)
+		lease.SetMaxIdleConns(1)
+		return &Store{dialect: Postgres, connStr: databaseURL, w: db, r: db, lease: lease, outage: newOutage()}, nil
 	}
 
 	path := strings.TrimPrefix(databaseURL, "sqlite://")
@@ -160,7 +172,7 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("open SQLite %s: %w", path, err)
 	}
-	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r, path: path, outage: newOutage()}, nil
+	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r, lease: w, path: path, outage: newOutage()}, nil
 }
 
 // oneTripQueries turns on lib/pq's binary_parameters unless the URL says
@@ -197,16 +209,22 @@ const postgresIdleConns = 32
 
 func (s *Store) dsn() string { return s.connStr }
 
+// postgresMaxConns is how many connections a PostgreSQL store opens at
+// most unless SetMaxConns says otherwise: the lease's one and the pool.
+const postgresMaxConns = 32
+
 // SetMaxConns bounds the connections this store opens to PostgreSQL (32
-// unless set): with several hosts on one server, their pools together (and
-// one listening connection each) must fit its max_connections. It does
-// nothing on SQLite.
+// unless set, at least 2): one renews the lease, the rest are the pool.
+// With several hosts on one server, their connections together (and one
+// more each that listens for notifications) must fit its max_connections.
+// It does nothing on SQLite.
 func (s *Store) SetMaxConns(n int) {
 	if s.dialect != Postgres || n <= 0 {
 		return
 	}
-	s.w.SetMaxOpenConns(n)
-	s.w.SetMaxIdleConns(min(n, postgresIdleConns))
+	pool := max(n-1, 1)
+	s.w.SetMaxOpenConns(pool)
+	s.w.SetMaxIdleConns(min(pool, postgresIdleConns))
 }
 
 // SQLitePath is the SQLite database's file, "" on PostgreSQL.
@@ -233,9 +251,9 @@ func (s *Store) Close() error {
 		w.close()
 	}
 	err := s.w.Close()
-	if s.r != s.w {
-		if rerr := s.r.Close(); err == nil {
-			err = rerr
+	for _, db := range []*sqlx.DB{s.r, s.lease} {
+		if db != s.w {
+			err = errors.Join(err, db.Close())
 		}
 	}
 	return err
