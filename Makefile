@@ -101,11 +101,11 @@ bench: build
 # The soak test (host/soak): a real host per database dialect, side by
 # side, each kept busy for SOAK_DURATION by 20 chat sessions of mock turns
 # with tool calls; it fails on any error, or when a host's or a plugin's
-# memory, file descriptors or goroutines end more than 10% from where they
-# were after warm-up. PostgreSQL needs TEST_DATABASE_URL. The test builds
-# its own binaries (TestMain). The timeout is the duration plus 10m:
-# units written one after the other add up in a Go duration (2m10m is
-# 12m, 1h10m is 1h10m).
+# memory or file descriptors, or a host's goroutines, end more than 10%
+# from where they were after warm-up. PostgreSQL needs TEST_DATABASE_URL.
+# The test builds its own binaries (TestMain). The timeout is the duration
+# plus 10m: units written one after the other add up in a Go duration
+# (2m10m is 12m, 1h10m is 1h10m).
 SOAK_DURATION ?= 2m
 
 soak:

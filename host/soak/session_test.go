@@ -41,12 +41,12 @@ type session struct {
 // appModules is how many source files each session's app has besides
 // the counter and index.html: an app of some size, as real ones are. The
 // host keeps recent revisions' manifests in memory, up to 50,000 entries
-// (host/store's manifestCache, about 10 MiB at its bound): with 50 files a
-// revision, it is full after a thousand turns, within warm-up, and the
-// soak compares a host in its steady state. With two files a revision it
+// (host/store's manifestCache, about 10 MiB at its bound): with 100 files
+// a revision, it is full after 500 turns, within warm-up, and the soak
+// compares a host in its steady state. With two files a revision it
 // filled for 25,000 turns, 10 to 20 minutes here, and a soak of that
 // length saw its host's memory grow by that much after warm-up.
-const appModules = 48
+const appModules = 98
 
 // newSession creates the session's app.
 func newSession(ctx context.Context, h *hostProc, id int) (*session, error) {

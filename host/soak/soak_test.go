@@ -45,7 +45,7 @@ const warmupShare = 0.2
 // warmupTurns is the fewest turns a host's warm-up runs: enough for the
 // host's cache of revision manifests to reach its bound (appModules) and
 // every chat's history its budget (contextPad).
-const warmupTurns = 1200
+const warmupTurns = 600
 
 // tolerance is how far a resource may end from its baseline: 10%, as the
 // requirement says.
@@ -62,16 +62,62 @@ const window = 3
 // on a loaded 2-core machine; one that takes this long is stuck.
 const turnTimeout = 2 * time.Minute
 
-// measureTime is about the longest a measurement takes (three collections,
-// then the scavenger), kept free at the end of the duration.
-const measureTime = 20 * time.Second
+// measureTime is about how long a measurement at rest takes (three
+// collections, then the scavenger), kept free at the end of the duration.
+const measureTime = 25 * time.Second
 
 // roundLength is how long the sessions run turns back to back before the
-// next measurement: a twelfth of the duration, within 8-60 s. With the
-// measurements (10-20 s each), 2 minutes gives five samples, the first
-// one warm-up; an hour about fifty.
+// next measurement: a twenty-fourth of the duration, within 5-60 s. With
+// the measurements at rest after warm-up (10-20 s each), 2 minutes gives
+// some six samples to compare; an hour about forty-five.
 func roundLength(d time.Duration) time.Duration {
-	return min(max(d/12, 8*time.Second), 60*time.Second)
+	return min(max(d/24, 5*time.Second), 60*time.Second)
+}
+
+// lockstep keeps the dialects' rounds together: a barrier each waits at
+// (wait) until every dialect still running rounds is there too; leave
+// takes one out, for good.
+type lockstep struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	parties int // dialects still running rounds
+	waiting int
+	gen     int // how many times the barrier opened
+}
+
+func newLockstep(parties int) *lockstep {
+	l := &lockstep{parties: parties}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func (l *lockstep) wait() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waiting++
+	if l.waiting >= l.parties {
+		l.open()
+		return
+	}
+	for gen := l.gen; gen == l.gen; {
+		l.cond.Wait()
+	}
+}
+
+// leave must be called once per party.
+func (l *lockstep) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.parties--
+	if l.waiting > 0 && l.waiting >= l.parties {
+		l.open()
+	}
+}
+
+func (l *lockstep) open() {
+	l.waiting = 0
+	l.gen++
+	l.cond.Broadcast()
 }
 
 // dialectRun is what one dialect's soak did and measured.
@@ -89,12 +135,15 @@ type dialectRun struct {
 // patch) back to back and checking each over SSE, and measures the host
 // and its plugins whenever every session is idle. At the end every
 // resource is within 10% of its value after warm-up and nothing failed.
+// A plugin's goroutines are out of reach (plugins serve no /metrics): for
+// a plugin the soak checks its RSS, descriptors and processes (a sandbox's
+// commands left behind), and shows its threads.
 //
-// The two dialects run at the same time, each for the whole duration: on
-// a 2-core CI machine they share the CPU, but each host is soaked as long
-// as asked (one after the other would halve that), and each host's
-// measurements are of its own processes only, taken at its own quiescent
-// points.
+// The two dialects run at the same time, each for the whole duration (one
+// after the other would halve it), in lockstep: their sessions run turns
+// together and rest together, so each host is measured on a machine no
+// other load is running on (a 2-core CI machine has nothing to spare, and
+// the Go scavenger the measurement waits for is paced on CPU time).
 func TestSoak(t *testing.T) {
 	if *duration <= 0 {
 		t.Skip("soak test: give it a duration, e.g. make soak SOAK_DURATION=2m (go test ./host/soak/ -run Soak -v -args -soak.duration=2m)")
@@ -104,11 +153,13 @@ func TestSoak(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var runs []*dialectRun
+	dialects := []string{"sqlite", "postgres"}
+	steps := newLockstep(len(dialects))
 	t.Run("dialects", func(t *testing.T) {
-		for _, dialect := range []string{"sqlite", "postgres"} {
+		for _, dialect := range dialects {
 			t.Run(dialect, func(t *testing.T) {
 				t.Parallel()
-				r := soak(t, dialect, *duration)
+				r := soak(t, dialect, *duration, steps)
 				mu.Lock()
 				runs = append(runs, r)
 				mu.Unlock()
@@ -119,8 +170,14 @@ func TestSoak(t *testing.T) {
 	t.Log("\n" + summary(runs))
 }
 
-// soak runs one dialect's host through the load and checks it.
-func soak(t *testing.T, dialect string, d time.Duration) *dialectRun {
+// soak runs one dialect's host through the load and checks it, in step
+// with the other dialects.
+func soak(t *testing.T, dialect string, d time.Duration, steps *lockstep) *dialectRun {
+	// Whatever ends this dialect's rounds (the duration, an error, a skip
+	// for want of PostgreSQL) lets the others go on without it.
+	var leaveOnce sync.Once
+	leave := func() { leaveOnce.Do(steps.leave) }
+	defer leave()
 	dataDir := t.TempDir()
 	env := []string{"AGENTHOST_DATA_DIR=" + dataDir, "AGENTHOST_PLUGIN_DIR=" + binDir,
 		"AGENTHOST_PLUGIN_CONFIG_DIR=" + testenv.PluginConfigDir(t, "mock", "local", "patch"),
@@ -128,7 +185,11 @@ func soak(t *testing.T, dialect string, d time.Duration) *dialectRun {
 		// every run would cost CPU the turns need.
 		"AGENTHOST_LOG_LEVEL=warn", "AGENTHOST_PLUGIN_LOG_LEVEL=warn"}
 	if dialect == "postgres" {
-		env = append(env, "DATABASE_URL="+testenv.PostgresURL(t))
+		// The pool is bounded below its default (32) so that 20 sessions
+		// fill it within warm-up: with 32 it kept opening a connection
+		// now and then as rarer peaks came, growth the soak counts in
+		// the host's descriptors though the pool is bounded.
+		env = append(env, "DATABASE_URL="+testenv.PostgresURL(t), "AGENTHOST_DATABASE_MAX_CONNS=8")
 	} // SQLite: no DATABASE_URL, the default database in the data dir.
 	h := startHost(t, env)
 	r := &dialectRun{dialect: dialect}
@@ -142,6 +203,7 @@ func soak(t *testing.T, dialect string, d time.Duration) *dialectRun {
 		all = append(all, s)
 	}
 
+	steps.wait() // the hosts start at slightly different times
 	start := time.Now()
 	deadline := start.Add(d)
 	warmEnd := start.Add(time.Duration(float64(d) * warmupShare))
@@ -152,10 +214,17 @@ func soak(t *testing.T, dialect string, d time.Duration) *dialectRun {
 		errOnce.Do(func() { firstErr = err; cancel() })
 	}
 	lastAlloc, lastTurns := 0.0, int64(0)
+	atRest := 0 // samples taken at rest so far
 	for round := 1; ctx.Err() == nil; round++ {
 		load := min(roundLength(d), time.Until(deadline)-measureTime)
 		if load < roundLength(d)/2 {
-			break // what is left is too short for a round
+			if atRest >= 2 {
+				break // what is left is too short for a round
+			}
+			// A slow machine's warm-up took most of the duration: one
+			// more short round, past the end if need be, rather than
+			// nothing to compare.
+			load = roundLength(d) / 2
 		}
 		roundStart := time.Now()
 		roundEnd := roundStart.Add(load)
@@ -181,9 +250,17 @@ func soak(t *testing.T, dialect string, d time.Duration) *dialectRun {
 			break
 		}
 		roundLoad, done := time.Since(roundStart), turns.Load()
+		steps.wait() // every dialect's sessions are idle
 		// A warm-up sample is only logged: it skips the slow part of a
 		// measurement (the host at rest), leaving the time to the load.
+		// The warm-up ends early, with a line in the log, when it would
+		// leave no time for two samples at rest.
 		warming := time.Now().Before(warmEnd) || done < warmupTurns
+		if warming && time.Until(deadline) < 2*(measureTime+roundLength(d)/2) {
+			t.Logf("%s: warm-up cut short at %.0fs and %d turns (a fifth of the duration and %d turns wanted): the duration leaves no more time for it",
+				dialect, time.Since(start).Seconds(), done, warmupTurns)
+			warming = false
+		}
 		smp, alloc, err := h.measure(ctx, lastAlloc, done-lastTurns, !warming)
 		if err != nil {
 			fail(fmt.Errorf("measure after round %d: %w", round, err))
@@ -193,11 +270,15 @@ func soak(t *testing.T, dialect string, d time.Duration) *dialectRun {
 		lastAlloc, lastTurns = alloc, done
 		if warming {
 			r.warm = len(r.samples) + 1
+		} else {
+			atRest++
 		}
 		r.samples = append(r.samples, smp)
 		t.Logf("round %2d %6.1fs %6d turns  %s", round, smp.At.Seconds(), smp.Turns, smp.line())
+		steps.wait() // every dialect has measured
 	}
 	r.turns, r.elapsed = turns.Load(), time.Since(start)
+	leave()
 
 	if firstErr != nil {
 		t.Errorf("%s: %v", dialect, firstErr)
