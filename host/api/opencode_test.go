@@ -26,7 +26,8 @@ const opencodeKeyEnv = "AGENTHOST_API_TEST_OPENCODE_KEY"
 // startOpenCodeEnv starts a host with the OpenCode engine (bash asks for
 // permission, as by default), the local sandbox and the contract toolpack,
 // and a global model bound for OpenCode as fake/<model> at srv.
-func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath string) (*env, string) {
+// Lines in extraConfig go into the plugin's config block.
+func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath string, extraConfig ...string) (*env, string) {
 	t.Helper()
 	if os.Getenv(testenv.SandboxEnv) == "bwrap" {
 		t.Skip("the bwrap sandbox runs no services yet, so the OpenCode engine cannot run on it (TestOpenCodeOnBwrapIsRefused checks the refusal)")
@@ -44,9 +45,10 @@ func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath str
   config {
     opencode_path    = %q
     cancel_timeout_s = 15
+    %s
   }
 }
-`, pluginBinary(t, "agenthost-engine-opencode"), opencodeKeyEnv, opencodePath)
+`, pluginBinary(t, "agenthost-engine-opencode"), opencodeKeyEnv, opencodePath, strings.Join(extraConfig, "\n    "))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "opencode.hcl"), []byte(hcl), 0o644))
 	e := startEnvIn(t, "sqlite", dir)
 	return e, e.ocModel(srv, model)
@@ -284,6 +286,53 @@ func TestOpenCodeModelError(t *testing.T) {
 	failed := e.payloads(app, run, "run.failed")
 	require.Len(t, failed, 1)
 	assert.Contains(t, failed[0], "400")
+}
+
+// TestOpenCodeModelUnreachable: with nothing listening at the model's base
+// URL OpenCode retries forever; the engine lets it retry retry_max times,
+// then aborts the session and fails the run MODEL_PROVIDER_ERROR, naming
+// the model and the URL. A second case bounds the retries by time instead
+// (retry_deadline_s), well before the count would.
+func TestOpenCodeModelUnreachable(t *testing.T) {
+	down := fakellm.New()
+	downURL := down.BaseURL()
+	down.Close() // nothing listens there now: connections are refused
+	for _, tc := range []struct {
+		name, config, why string
+		minRetries        int
+	}{
+		{"count", "retry_max = 1", "used up the 1 retry retry_max allows", 2},
+		{"deadline", "retry_max = 100\n    retry_deadline_s = 1", "still retrying 1s after the first retry (retry_deadline_s)", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := fakellm.New()
+			defer srv.Close()
+			e, _ := startOpenCodeEnv(t, srv, "oc-up", "", tc.config)
+			var m struct{ ID string }
+			require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
+				"name": "oc-down", "provider": "openai", "provider_model": "oc-down", "base_url": downURL, "scope": "global",
+				"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/oc-down"}},
+			}, &m))
+			app := e.createApp(e.tokenA)
+			run := e.ocRun(app, m.ID, "", "anything")
+			done := e.ocWait(app, run)
+			require.Equal(t, "failed", done.Status, "%v", e.eventTypes(app, run))
+			assert.Equal(t, "MODEL_PROVIDER_ERROR", done.ErrorCode)
+			failed := e.payloads(app, run, "run.failed")
+			require.Len(t, failed, 1)
+			t.Logf("run.failed: %s", failed[0])
+			assert.Contains(t, failed[0], downURL, "the message names where the model was sent")
+			assert.Contains(t, failed[0], m.ID, "the message names the model")
+			assert.Contains(t, failed[0], tc.why)
+			retries := 0
+			for _, p := range e.payloads(app, run, "run.status") {
+				if strings.Contains(p, "model_retry") {
+					retries++
+				}
+			}
+			assert.GreaterOrEqual(t, retries, tc.minRetries, "each retry was shown as it happened")
+		})
+	}
 }
 
 // TestOpenCodeEditFailureRule: an edit that fails with no later successful

@@ -174,7 +174,7 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 		}
 		_ = host.Emit(engine.Status("engine_resumed", fmt.Sprintf("continuing after %d tool rounds", conv.Iterations)))
 	}
-	l := &loop{e: e, host: host, prov: prov, conv: conv, set: set, tools: req.Tools, retriesLeft: set.retryMax}
+	l := &loop{e: e, host: host, prov: prov, model: req.Model, conv: conv, set: set, tools: req.Tools, retriesLeft: set.retryMax}
 	return l.run(ctx)
 }
 
@@ -183,6 +183,7 @@ type loop struct {
 	e           *Engine
 	host        engine.Host
 	prov        provider
+	model       engine.Model
 	conv        *conversation
 	set         settings
 	tools       []engine.ToolDescriptor
@@ -379,8 +380,15 @@ func (l *loop) stopped(ctx context.Context, err error) (engine.Result, error) {
 	}
 	var pe *providerError
 	if errors.As(err, &pe) {
-		diag, _ := json.Marshal(map[string]any{"provider_status": pe.Status, "provider_message": pe.Message, "mid_stream": pe.MidStream})
-		r := engine.Failed(CodeProviderError, err.Error())
+		diag, _ := json.Marshal(map[string]any{"provider_status": pe.Status, "provider_message": pe.Message, "mid_stream": pe.MidStream,
+			"model_id": l.model.ID, "base_url": l.model.BaseURL})
+		// Name the model and where it was sent: "no response" alone does
+		// not tell an operator which binding to fix.
+		where := l.model.BaseURL
+		if where == "" {
+			where = "the " + l.model.Provider + " API"
+		}
+		r := engine.Failed(CodeProviderError, fmt.Sprintf("%v (model %s at %s)", err, l.model.ID, where))
 		r.Diagnostics = diag
 		r.OutputText = l.conv.Output
 		return r, nil

@@ -205,6 +205,7 @@ func TestServerErrorsSpendTheRetryBudget(t *testing.T) {
 	require.Equal(t, engine.StatusFailed, res.Status)
 	assert.Equal(t, CodeProviderError, res.ErrorCode)
 	assert.Contains(t, res.ErrorMessage, "retry budget")
+	assert.Contains(t, res.ErrorMessage, "model "+m.ID+" at "+m.BaseURL, "the message names the model and where it was sent")
 	assert.Len(t, srv.RequestsFor(m.ProviderModel), DefaultRetryMax+1)
 }
 

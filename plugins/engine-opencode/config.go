@@ -35,11 +35,26 @@ type Config struct {
 	// Permission is OpenCode's permission per tool (allow, ask, deny),
 	// over DefaultPermission: ask pauses the run for the user.
 	Permission map[string]string `json:"permission"`
+	// RetryMax is how many times OpenCode may retry a failing model
+	// request in one run (its session.status "retry" events) before the
+	// run fails with MODEL_PROVIDER_ERROR; the native engine's retry_max
+	// means the same. OpenCode alone would retry forever.
+	RetryMax int `json:"retry_max"`
+	// RetryDeadlineS bounds the time from the first retry to giving up,
+	// whatever the count: OpenCode's back-off doubles (2, 4, 8, ... s).
+	RetryDeadlineS int `json:"retry_deadline_s"`
 	// FailOnUnrecoveredEdit fails a run whose edit failed with no later
 	// successful edit; unset, APPS_CODING_AGENT_OPENCODE_FAIL_ON_UNRECOVERED_APPLY_PATCH
 	// decides (default on).
 	FailOnUnrecoveredEdit *bool `json:"fail_on_unrecovered_edit"`
 }
+
+// Defaults of the retry bounds: six retries, as the native engine, which
+// with OpenCode's back-off is about two minutes; five minutes at most.
+const (
+	DefaultRetryMax       = 6
+	DefaultRetryDeadlineS = 300
+)
 
 // DefaultPermission mirrors the host's own tool policy: edits allowed,
 // commands asked, the network denied.
@@ -71,6 +86,15 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 	if c.StopGraceS <= 0 {
 		c.StopGraceS = 5
 	}
+	if c.RetryMax < 0 || c.RetryDeadlineS < 0 {
+		return c, plugin.Errorf(plugin.CodeInvalidArgument, "retry_max", "retry_max and retry_deadline_s must not be negative")
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	if c.RetryDeadlineS == 0 {
+		c.RetryDeadlineS = DefaultRetryDeadlineS
+	}
 	// The config overrides the defaults tool by tool: naming bash alone
 	// must not drop the network denials.
 	perm := maps.Clone(DefaultPermission)
@@ -91,6 +115,7 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 func (c Config) startTimeout() time.Duration  { return time.Duration(c.StartTimeoutS) * time.Second }
 func (c Config) cancelTimeout() time.Duration { return time.Duration(c.CancelTimeoutS) * time.Second }
 func (c Config) stopGrace() time.Duration     { return time.Duration(c.StopGraceS) * time.Second }
+func (c Config) retryDeadline() time.Duration { return time.Duration(c.RetryDeadlineS) * time.Second }
 
 // binaryProblem says why the configured binary cannot run, or "".
 func (c Config) binaryProblem() string {

@@ -200,10 +200,16 @@ func (r *run) do(ctx context.Context) (engine.Result, error) {
 		return r.apiFailure(ctx, "send the prompt", err), nil
 	}
 
+	// OpenCode retries a failing model forever: the run gives up after
+	// retry_max retries, or retry_deadline_s into a streak of retries.
+	var streak retryStreak
+	defer streak.stop()
 	for !r.m.idle {
 		select {
 		case <-ctx.Done():
 			return r.cancel(), nil
+		case <-streak.expired():
+			return r.retriesSpent(fmt.Sprintf("OpenCode was still retrying %s after the first retry (retry_deadline_s)", r.cfg.retryDeadline())), nil
 		case ev, ok := <-r.events:
 			if !ok {
 				return r.streamEnded(), nil
@@ -212,6 +218,10 @@ func (r *run) do(ctx context.Context) (engine.Result, error) {
 			if err := r.emit(evs); err != nil {
 				return engine.Result{}, err
 			}
+			if r.m.retries > r.cfg.RetryMax {
+				return r.retriesSpent(fmt.Sprintf("OpenCode used up the %s retry_max allows", plural(r.cfg.RetryMax, "retry", "retries"))), nil
+			}
+			streak.track(r.m.retrying, r.cfg.retryDeadline())
 			if ask != nil {
 				if err := r.permission(ctx, ask); err != nil {
 					if ctx.Err() != nil {
@@ -309,26 +319,102 @@ func (r *run) permission(ctx context.Context, ask *permissionProps) error {
 // cancel aborts the session and confirms the cancel only when OpenCode
 // goes idle in time (fail-closed).
 func (r *run) cancel() engine.Result {
+	if why := r.abort(); why != "" {
+		return engine.Failed(CodeCancelUnconfirmed, why)
+	}
+	return engine.Cancelled()
+}
+
+// abort aborts the session and waits for it to go idle; it returns why
+// that was not confirmed, or "".
+func (r *run) abort() string {
 	timeout := r.cfg.cancelTimeout()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	if err := r.srv.client.abort(context.Background(), r.session, timeout); err != nil {
-		return engine.Failed(CodeCancelUnconfirmed, "opencode did not take the abort: "+err.Error())
+		return "opencode did not take the abort: " + err.Error()
 	}
 	for !r.m.idle {
 		select {
 		case ev, ok := <-r.events:
 			if !ok {
-				return engine.Failed(CodeCancelUnconfirmed, "the event stream ended before opencode confirmed the abort")
+				return "the event stream ended before opencode confirmed the abort"
 			}
 			evs, _ := r.m.feed(ev)
-			// A cancelled run still shows what happened until it stopped.
+			// An aborted run still shows what happened until it stopped.
 			_ = r.emit(evs)
 		case <-deadline.C:
-			return engine.Failed(CodeCancelUnconfirmed, fmt.Sprintf("opencode did not go idle within %s of the abort", timeout))
+			return fmt.Sprintf("opencode did not go idle within %s of the abort", timeout)
 		}
 	}
-	return engine.Cancelled()
+	return ""
+}
+
+// retriesSpent ends a run whose model kept failing: the session is
+// aborted (OpenCode would go on retrying), and the run fails with
+// MODEL_PROVIDER_ERROR naming the model, where it was sent, and the last
+// error. A server that does not confirm the abort is stopped, so no
+// retry outlives the run.
+func (r *run) retriesSpent(why string) engine.Result {
+	unconfirmed := r.abort()
+	if unconfirmed != "" {
+		r.e.forget(r.srv)
+		_ = r.svc.StopService(context.Background(), serviceName, r.cfg.stopGrace())
+	}
+	m := r.req.Model
+	where := m.BaseURL
+	if where == "" {
+		where = "the default endpoint of OpenCode's " + r.providerID + " provider"
+	}
+	res := engine.Failed(CodeModelProviderError, fmt.Sprintf("the model provider kept failing for model %s (%s/%s) at %s: %s; last error: %s",
+		m.ID, r.providerID, r.modelID, where, why, capText(r.m.lastRetry, 500)))
+	res.Diagnostics, _ = json.Marshal(map[string]any{
+		"model_id": m.ID, "opencode_model": r.providerID + "/" + r.modelID, "base_url": m.BaseURL,
+		"retries": r.m.retries, "retry_max": r.cfg.RetryMax, "retry_deadline_s": r.cfg.RetryDeadlineS,
+		"last_error": r.m.lastRetry, "abort_unconfirmed": unconfirmed,
+	})
+	res.OutputText = r.m.output()
+	return res
+}
+
+// plural is n and the noun for it.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// retryStreak times a run of consecutive model retries against the
+// deadline: started by the first retry, dropped when the model answers.
+type retryStreak struct {
+	timer *time.Timer
+}
+
+// track starts the timer when a streak starts and stops it when it ends.
+func (s *retryStreak) track(retrying bool, deadline time.Duration) {
+	switch {
+	case retrying && s.timer == nil:
+		s.timer = time.NewTimer(deadline)
+	case !retrying && s.timer != nil:
+		s.stop()
+	}
+}
+
+// expired fires when the streak has lasted the deadline; nil (never)
+// outside a streak.
+func (s *retryStreak) expired() <-chan time.Time {
+	if s.timer == nil {
+		return nil
+	}
+	return s.timer.C
+}
+
+func (s *retryStreak) stop() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
 }
 
 // streamEnded names why the event stream broke: opencode died (the next

@@ -50,9 +50,15 @@ type mapper struct {
 	// held are parts of messages whose role is not known yet.
 	held map[string][]part
 
-	busy      bool
-	idle      bool
-	sessErr   *sessionError
+	busy    bool
+	idle    bool
+	sessErr *sessionError
+	// retries counts OpenCode's retries of failing model requests in the
+	// run; lastRetry is the last one's message. retrying is true from a
+	// retry until the model's answer streams again.
+	retries   int
+	lastRetry string
+	retrying  bool
 	editFails []editFailure
 	// textByID is each text part's text so far (a builder: a long answer
 	// arrives as thousands of deltas).
@@ -177,7 +183,10 @@ func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
 		case "busy":
 			m.busy = true
 		case "retry":
-			// OpenCode retries 5xx forever; say so rather than look hung.
+			// OpenCode retries forever; say so rather than look hung. The
+			// run bounds the retries (run.watchRetries).
+			m.retries = max(m.retries+1, p.Status.Attempt)
+			m.lastRetry, m.retrying = p.Status.Message, true
 			return []engine.Event{engine.Status("model_retry", fmt.Sprintf("the model provider failed; OpenCode retries (attempt %d): %s", p.Status.Attempt, p.Status.Message))}, nil
 		}
 	case "session.idle":
@@ -217,6 +226,9 @@ func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
 		if json.Unmarshal(ev.Properties, &p) != nil || p.SessionID != m.session || p.Part.ID == "" {
 			return nil, nil
 		}
+		if p.Part.Type == "text" || p.Part.Type == "reasoning" || p.Part.Type == "tool" {
+			m.retrying = false // the model answers again
+		}
 		if _, known := m.roles[p.Part.MessageID]; !known {
 			m.held[p.Part.MessageID] = append(m.held[p.Part.MessageID], p.Part)
 			return nil, nil
@@ -227,6 +239,7 @@ func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
 		if json.Unmarshal(ev.Properties, &p) != nil || p.SessionID != m.session || p.Field != "text" {
 			return nil, nil
 		}
+		m.retrying = false
 		if _, known := m.parts[p.PartID]; !known {
 			// A delta before its part: hold it until we know whether it
 			// is text or reasoning.

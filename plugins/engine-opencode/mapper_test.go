@@ -246,3 +246,29 @@ func BenchmarkMapperTextDelta(b *testing.B) {
 		}
 	}
 }
+
+// TestMapperCountsRetries: every retry of the session counts toward the
+// run's budget, across model requests (OpenCode numbers attempts per
+// request); a streak of retries ends when the model's answer streams, and
+// other sessions' retries are not ours.
+func TestMapperCountsRetries(t *testing.T) {
+	retry := func(session string, attempt int, message string) event {
+		return ev("session.status", map[string]any{"sessionID": session, "status": map[string]any{"type": "retry", "attempt": attempt, "message": message, "next": 1}})
+	}
+	m := newMapper(ses, nil)
+	out, _ := feedAll(m, retry(ses, 1, "refused"), retry(ses, 2, "refused again"), retry("ses_other", 5, "not ours"))
+	assert.Equal(t, 2, m.retries)
+	assert.Equal(t, "refused again", m.lastRetry)
+	assert.True(t, m.retrying)
+	require.Len(t, out, 2, "each of our retries is shown")
+	assert.Equal(t, "model_retry", out[0].Stage)
+
+	feedAll(m, msg("m1", "assistant", 0), prt(map[string]any{"id": "p1", "messageID": "m1", "type": "step-start"}))
+	assert.True(t, m.retrying, "a step starting is not an answer yet")
+	feedAll(m, prt(map[string]any{"id": "p2", "messageID": "m1", "type": "text", "text": ""}), delta("m1", "p2", "hi"))
+	assert.False(t, m.retrying, "the model answers: the streak is over")
+
+	feedAll(m, retry(ses, 1, "a later request fails"))
+	assert.Equal(t, 3, m.retries, "the budget is the run's, not the request's")
+	assert.True(t, m.retrying)
+}
