@@ -37,6 +37,8 @@ type message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	ToolName   string `json:"tool_name,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`
+	// Elided: the tool output was replaced by a note (compact.go).
+	Elided bool `json:"elided,omitempty"`
 }
 
 // conversation is everything the loop needs to go on: it is what the engine
@@ -60,6 +62,12 @@ type conversation struct {
 	BudgetPaused bool `json:"budget_paused,omitempty"`
 	// Output is the assistant text of every completed turn.
 	Output string `json:"output"`
+	// RequestAt is the index of this run's request (the user's prompt) in
+	// Messages: what comes before it is the chat's history, which
+	// compaction may leave out; the request itself it never touches.
+	RequestAt int `json:"request_at,omitempty"`
+	// Dropped counts the history messages compaction left out.
+	Dropped int `json:"dropped,omitempty"`
 }
 
 // basePrompt is the engine's own instruction, ahead of the host's system
@@ -85,6 +93,7 @@ func newConversation(req engine.RunRequest) *conversation {
 		}
 	}
 	c.System = strings.Join(system, "\n\n")
+	c.RequestAt = len(c.Messages)
 	c.Messages = append(c.Messages, message{Role: roleUser, Text: req.Prompt})
 	return c
 }

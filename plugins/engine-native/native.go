@@ -46,6 +46,10 @@ type Config struct {
 	RetryCapMS  int `json:"retry_cap_ms"`
 	// RequestTimeoutS bounds one model turn, headers to last chunk.
 	RequestTimeoutS int `json:"request_timeout_s"`
+	// ContextTokens is the models' context window: each request is kept
+	// within it, less max_output_tokens, by compacting the conversation
+	// (compact.go). Default DefaultContextTokens.
+	ContextTokens int `json:"context_tokens"`
 }
 
 // Defaults of Config.
@@ -94,6 +98,7 @@ func (e *Engine) Configure(_ context.Context, raw json.RawMessage) error {
 	for field, v := range map[string]int64{
 		"max_tool_iterations": int64(c.MaxToolIterations), "max_output_tokens": c.MaxOutputTokens, "retry_max": int64(c.RetryMax),
 		"retry_base_ms": int64(c.RetryBaseMS), "retry_cap_ms": int64(c.RetryCapMS), "request_timeout_s": int64(c.RequestTimeoutS),
+		"context_tokens": int64(c.ContextTokens),
 	} {
 		if v < 0 {
 			return plugin.Errorf(plugin.CodeInvalidArgument, field, "%s must not be negative", field)
@@ -113,6 +118,9 @@ type settings struct {
 	retryBase, retryCap time.Duration
 	requestTimeout      time.Duration
 	budget              int64
+	// contextLimit is what a request may be estimated at: the context
+	// window less the answer's reserve.
+	contextLimit int
 }
 
 func (e *Engine) settings(l engine.Limits) settings {
@@ -131,7 +139,8 @@ func (e *Engine) settings(l engine.Limits) settings {
 			}
 			return DefaultRequestTimeout
 		}(),
-		budget: l.TokenBudget,
+		budget:       l.TokenBudget,
+		contextLimit: contextLimit(c),
 	}
 	if s.retryCap < s.retryBase {
 		s.retryCap = s.retryBase
@@ -146,6 +155,17 @@ func firstPositive(vs ...int) int {
 		}
 	}
 	return 0
+}
+
+// contextLimit is the request size the config allows: the context window
+// less the answer's reserve, and never under a quarter of the window.
+func contextLimit(c Config) int {
+	window := firstPositive(c.ContextTokens, DefaultContextTokens)
+	reserve := int(c.MaxOutputTokens)
+	if reserve <= 0 {
+		reserve = defaultOutputReserve
+	}
+	return max(window-reserve, window/4)
 }
 
 func msOr(ms int, d time.Duration) time.Duration {
@@ -174,7 +194,8 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 		}
 		_ = host.Emit(engine.Status("engine_resumed", fmt.Sprintf("continuing after %d tool rounds", conv.Iterations)))
 	}
-	l := &loop{e: e, host: host, prov: prov, model: req.Model, conv: conv, set: set, tools: req.Tools, retriesLeft: set.retryMax}
+	l := &loop{e: e, host: host, prov: prov, model: req.Model, conv: conv, set: set, tools: req.Tools, retriesLeft: set.retryMax,
+		contextLimit: set.contextLimit}
 	return l.run(ctx)
 }
 
@@ -188,6 +209,9 @@ type loop struct {
 	set         settings
 	tools       []engine.ToolDescriptor
 	retriesLeft int
+	// contextLimit is the request size, in estimated tokens, this run
+	// keeps to; a provider's refusal as too long lowers it.
+	contextLimit int
 }
 
 // nudge asks for a plain answer after a turn that said and did nothing.
@@ -270,10 +294,12 @@ func (l *loop) run(ctx context.Context) (engine.Result, error) {
 // connections are retried with capped exponential backoff while the run's
 // retry budget lasts; a stream that breaks off midway is retried once.
 func (l *loop) turn(ctx context.Context, tools []engine.ToolDescriptor) (turnOutput, error) {
-	in := turnInput{System: l.conv.System, Messages: l.conv.Messages, Tools: tools, MaxTokens: l.set.maxTokens}
 	var shown strings.Builder // text of this turn already streamed to the user
 	midStreamRetried := false
+	overflows := 0
 	for attempt := 1; ; attempt++ {
+		l.fitContext(tools)
+		in := turnInput{System: l.conv.system(), Messages: l.conv.Messages, Tools: tools, MaxTokens: l.set.maxTokens}
 		// A retried turn streams again from its start: what the user has
 		// already seen is not repeated, as long as the new answer begins
 		// the same way.
@@ -314,6 +340,19 @@ func (l *loop) turn(ctx context.Context, tools []engine.ToolDescriptor) (turnOut
 		} else if !errors.As(err, &pe) {
 			return out, err // the host refused an event: the run is over
 		}
+		if pe.overflow() && overflows < maxOverflowRetries {
+			// The model's window is smaller than the limit assumed: aim
+			// below what was refused and ask again, once the
+			// conversation is smaller (not from the retry budget).
+			overflows++
+			refused := estimateTokens(in.System, in.Messages, in.Tools)
+			l.contextLimit = min(l.contextLimit, int(float64(refused)*overflowShrink))
+			if c := l.conv.compact(l.contextLimit, tools); c.changed() {
+				_ = l.host.Emit(engine.Status("context_compacted", "the provider refused the request as too long for the model's context; "+c.describe(l.contextLimit)))
+				continue
+			}
+			return out, fmt.Errorf("the conversation cannot be made to fit the model's context (about %d tokens refused): %w", refused, pe)
+		}
 		switch {
 		case pe.MidStream && !midStreamRetried:
 			midStreamRetried = true
@@ -333,6 +372,14 @@ func (l *loop) turn(ctx context.Context, tools []engine.ToolDescriptor) (turnOut
 			return out, ctx.Err()
 		case <-time.After(wait):
 		}
+	}
+}
+
+// fitContext compacts the conversation when the next request would not
+// fit the run's context limit, and tells the user.
+func (l *loop) fitContext(tools []engine.ToolDescriptor) {
+	if c := l.conv.compact(l.contextLimit, tools); c.changed() {
+		_ = l.host.Emit(engine.Status("context_compacted", c.describe(l.contextLimit)))
 	}
 }
 

@@ -73,6 +73,35 @@ func (e *providerError) retryable() bool {
 	return e.Status == 0 && !e.MidStream || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
+// overflowHints are what providers say when a request does not fit the
+// model's context: OpenAI's code and message, Anthropic's message, and
+// the wordings of OpenAI-compatible servers (vLLM, llama.cpp, Ollama).
+var overflowHints = []string{"context_length_exceeded", "maximum context length", "context length", "context window",
+	"prompt is too long", "too many tokens", "input is too long", "exceeds the context"}
+
+// overflow reports whether the provider refused the request as too long
+// for the model's context: the conversation must shrink, and asking again
+// unchanged is futile.
+func (e *providerError) overflow() bool {
+	switch e.Status {
+	case http.StatusRequestEntityTooLarge:
+		return true
+	case http.StatusBadRequest:
+	default:
+		return false
+	}
+	text := strings.ToLower(e.Message)
+	if e.err != nil {
+		text += " " + strings.ToLower(e.err.Error())
+	}
+	for _, h := range overflowHints {
+		if strings.Contains(text, h) {
+			return true
+		}
+	}
+	return false
+}
+
 // retryAfter reads a Retry-After header (seconds or an HTTP date).
 func retryAfter(h http.Header) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))

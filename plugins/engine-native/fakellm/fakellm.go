@@ -75,11 +75,13 @@ type Server struct {
 	scripts  map[string][]Turn
 	attempts map[string]int
 	requests []Request
+	// contexts are per-model context windows, in request body bytes.
+	contexts map[string]int
 }
 
 // New starts a server; Close it when done.
 func New() *Server {
-	s := &Server{scripts: map[string][]Turn{}, attempts: map[string]int{}}
+	s := &Server{scripts: map[string][]Turn{}, attempts: map[string]int{}, contexts: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.openAI)
 	mux.HandleFunc("POST /v1/messages", s.anthropic)
@@ -95,6 +97,16 @@ func (s *Server) Script(model string, turns ...Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scripts[model] = turns
+}
+
+// LimitContext gives a model a context window of maxBytes of request
+// body: a larger request is refused as a real provider refuses a prompt
+// over the model's context (HTTP 400, OpenAI's context_length_exceeded or
+// Anthropic's "prompt is too long"), before its turn is picked.
+func (s *Server) LimitContext(model string, maxBytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.contexts[model] = maxBytes
 }
 
 // Requests returns what the server has seen so far.
@@ -144,6 +156,11 @@ func (s *Server) pick(w http.ResponseWriter, r *http.Request, auth string) (Turn
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Path: r.URL.Path, Model: req.Model, Turn: n, Auth: auth, Tools: len(req.Tools), Messages: len(req.Messages), Body: body})
 	script := s.scripts[req.Model]
+	if limit := s.contexts[req.Model]; limit > 0 && len(body) > limit {
+		s.mu.Unlock()
+		writeOverflow(w, r.URL.Path, len(body), limit)
+		return Turn{}, 0, false
+	}
 	key := req.Model + "#" + strconv.Itoa(n)
 	s.attempts[key]++
 	attempt := s.attempts[key]
@@ -184,6 +201,23 @@ func writeError(w http.ResponseWriter, status int, typ, msg, retryAfter string) 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+	_, _ = w.Write(b)
+}
+
+// writeOverflow refuses a request over the model's context in the wire
+// format of the path, with sizes in bytes standing in for tokens.
+func writeOverflow(w http.ResponseWriter, path string, size, limit int) {
+	var body any
+	if strings.HasSuffix(path, "/messages") {
+		body = map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error",
+			"message": fmt.Sprintf("prompt is too long: %d tokens > %d maximum", size, limit)}}
+	} else {
+		body = map[string]any{"error": map[string]any{"type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
+			"message": fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", limit, size)}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	b, _ := json.Marshal(body)
 	_, _ = w.Write(b)
 }
 
