@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,6 +30,12 @@ const opencodeKeyEnv = "AGENTHOST_API_TEST_OPENCODE_KEY"
 // Lines in extraConfig go into the plugin's config block.
 func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath string, extraConfig ...string) (*env, string) {
 	t.Helper()
+	return startOpenCodeEnvHost(t, srv, model, opencodePath, nil, extraConfig...)
+}
+
+// startOpenCodeEnvHost is startOpenCodeEnv with host config changes.
+func startOpenCodeEnvHost(t *testing.T, srv *fakellm.Server, model, opencodePath string, mod func(*config.Host), extraConfig ...string) (*env, string) {
+	t.Helper()
 	if os.Getenv(testenv.SandboxEnv) == "bwrap" {
 		t.Skip("the bwrap sandbox runs no services yet, so the OpenCode engine cannot run on it (TestOpenCodeOnBwrapIsRefused checks the refusal)")
 	}
@@ -50,7 +57,11 @@ func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath str
 }
 `, pluginBinary(t, "agenthost-engine-opencode"), opencodeKeyEnv, opencodePath, strings.Join(extraConfig, "\n    "))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "opencode.hcl"), []byte(hcl), 0o644))
-	e := startEnvIn(t, "sqlite", dir)
+	var mods []func(*config.Host)
+	if mod != nil {
+		mods = append(mods, mod)
+	}
+	e := startEnvIn(t, "sqlite", dir, mods...)
 	return e, e.ocModel(srv, model)
 }
 
@@ -335,6 +346,40 @@ func TestOpenCodeModelUnreachable(t *testing.T) {
 	}
 }
 
+// TestOpenCodeWarmServersAreCapped: with room for one warm agent server,
+// a second chat's server going idle stops the first chat's (the least
+// recently used), as /metrics shows; the first chat's next run gets a new
+// sandbox and server, and OpenCode gets the chat's history re-seeded.
+func TestOpenCodeWarmServersAreCapped(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnvHost(t, srv, "oc-cap", "", func(c *config.Host) {
+		one := 1
+		c.WarmServersMax = &one
+	})
+	srv.Script("oc-cap", fakellm.Turn{Text: []string{"first answer"}}, fakellm.Turn{Text: []string{"second answer"}})
+	app := e.createApp(e.tokenA)
+	first := e.ocRun(app, model, "", "remember the word PELICAN")
+	require.Equal(t, "completed", e.ocWait(app, first).Status)
+	chat1, sandbox1 := e.chatOf(app, first), e.runDetail(app, first).SandboxID
+	assert.Contains(t, e.metrics(), "\nagenthost_warm_agent_servers 1\n", "chat 1's server is kept warm")
+
+	other := e.ocRun(app, model, "", "another chat")
+	require.Equal(t, "completed", e.ocWait(app, other).Status)
+	require.Eventually(t, func() bool {
+		m := e.metrics()
+		return strings.Contains(m, "\nagenthost_warm_agent_servers 1\n") && strings.Contains(m, "\nagenthost_warm_agent_servers_evicted_total 1\n")
+	}, 30*time.Second, 50*time.Millisecond, "the least recently used server is stopped: %s", e.metrics())
+
+	again := e.ocRun(app, model, chat1, "what was the word?")
+	done := e.ocWait(app, again)
+	require.Equal(t, "completed", done.Status, "%v", e.eventTypes(app, again))
+	assert.NotEqual(t, sandbox1, e.runDetail(app, again).SandboxID, "chat 1's sandbox was stopped: a new one")
+	reqs := srv.RequestsFor("oc-cap")
+	last := string(reqs[len(reqs)-1].Body)
+	assert.Contains(t, last, "PELICAN", "the new server's session is seeded with the chat's history")
+}
+
 // TestOpenCodeEditFailureRule: an edit that fails with no later successful
 // edit fails the run; one followed by a successful write completes.
 func TestOpenCodeEditFailureRule(t *testing.T) {
@@ -515,4 +560,16 @@ func TestOpenCodeOnBwrapIsRefused(t *testing.T) {
 		map[string]any{"engine": "opencode", "model_id": m.ID, "prompt": "x"}, &errBody))
 	assert.Equal(t, "CODING_AGENT_ENGINE_UNSUPPORTED_RUNTIME", errBody.Detail.Code)
 	assert.Contains(t, errBody.Detail.Message, "services")
+}
+
+// metrics is the host's /metrics page.
+func (e *env) metrics() string {
+	e.t.Helper()
+	resp, err := http.Get(e.srv.URL + "/metrics")
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	require.Equal(e.t, http.StatusOK, resp.StatusCode)
+	return string(body)
 }

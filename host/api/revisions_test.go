@@ -27,6 +27,7 @@ type runDetail struct {
 	BaseRevisionID   string `json:"base_revision_id"`
 	ResultRevisionID string `json:"result_revision_id"`
 	ErrorMessage     string `json:"error_message"`
+	SandboxID        string `json:"sandbox_id"`
 	Context          struct {
 		Result struct {
 			Kind         string `json:"kind"`

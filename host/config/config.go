@@ -39,6 +39,11 @@ type Host struct {
 	// default 900).
 	SandboxReuse *bool `hcl:"sandbox_reuse,optional"`
 	SandboxTTLS  int   `hcl:"sandbox_ttl_s,optional"`
+	// WarmServersMax caps the idle kept sandboxes that hold an agent
+	// server (OpenCode's, some 500 MB each); the least recently used
+	// beyond it is stopped (AGENTHOST_WARM_SERVERS_MAX; default 4, 0 keeps
+	// none).
+	WarmServersMax *int `hcl:"warm_servers_max,optional"`
 	// MaxFileBytes, MaxWorkspaceBytes and MaxFiles bound an app's files:
 	// one file, all of them together, how many (AGENTHOST_MAX_FILE_BYTES,
 	// AGENTHOST_MAX_WORKSPACE_BYTES, AGENTHOST_MAX_FILES; defaults
@@ -81,6 +86,10 @@ type Provider struct {
 // KeyEndpointsEnv adds provider bindings from the environment:
 // "VAR=url[,url…][;VAR=url…]" (VAR empty for keyless endpoints).
 const KeyEndpointsEnv = "AGENTHOST_KEY_ENDPOINTS"
+
+// DefaultWarmServersMax is how many idle agent servers a host keeps warm
+// unless told otherwise (orchestrator.DefaultWarmServersMax).
+const DefaultWarmServersMax = 4
 
 // ParseKeyEndpoints reads the KeyEndpointsEnv format.
 func ParseKeyEndpoints(v string) ([]Provider, error) {
@@ -179,6 +188,19 @@ func Load(file string) (Host, error) {
 	}
 	if h.SandboxTTLS == 0 {
 		h.SandboxTTLS = 900
+	}
+	if v := os.Getenv("AGENTHOST_WARM_SERVERS_MAX"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Host{}, fmt.Errorf("AGENTHOST_WARM_SERVERS_MAX=%q: use a whole number, 0 or more (0 keeps no agent server warm)", v)
+		}
+		h.WarmServersMax = &n
+	}
+	if h.WarmServersMax == nil {
+		n := DefaultWarmServersMax
+		h.WarmServersMax = &n
+	} else if *h.WarmServersMax < 0 {
+		return Host{}, fmt.Errorf("warm_servers_max = %d: use 0 or more (0 keeps no agent server warm)", *h.WarmServersMax)
 	}
 	for _, l := range []struct {
 		dst *int64

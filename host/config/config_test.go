@@ -93,3 +93,34 @@ func TestFileLimits(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// TestWarmServersMax: 4 by default, 0 allowed (keep none), the file and
+// the environment set it, negative or non-numbers are refused.
+func TestWarmServersMax(t *testing.T) {
+	t.Setenv("AGENTHOST_WARM_SERVERS_MAX", "")
+	h, err := Load("")
+	require.NoError(t, err)
+	require.NotNil(t, h.WarmServersMax)
+	assert.Equal(t, DefaultWarmServersMax, *h.WarmServersMax)
+
+	file := filepath.Join(t.TempDir(), "host.hcl")
+	require.NoError(t, os.WriteFile(file, []byte("warm_servers_max = 0\n"), 0o644))
+	h, err = Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, 0, *h.WarmServersMax, "0 keeps no agent server warm")
+
+	t.Setenv("AGENTHOST_WARM_SERVERS_MAX", "2")
+	h, err = Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, 2, *h.WarmServersMax, "the environment wins over the file")
+
+	for _, bad := range []string{"many", "-1"} {
+		t.Setenv("AGENTHOST_WARM_SERVERS_MAX", bad)
+		_, err = Load("")
+		assert.Error(t, err, bad)
+	}
+	t.Setenv("AGENTHOST_WARM_SERVERS_MAX", "")
+	require.NoError(t, os.WriteFile(file, []byte("warm_servers_max = -2\n"), 0o644))
+	_, err = Load(file)
+	assert.Error(t, err)
+}

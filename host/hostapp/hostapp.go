@@ -89,9 +89,11 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
 	met := metrics.New()
 	orch := orchestrator.New(mgr, st, st, apply.NewWithLimits(st, cfg.FileLimits()), orchestrator.Options{Limits: cfg.FileLimits(), Logger: log, ToolTimeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
-		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second, AssistantTurn: api.AssistantTurn, OnFinished: func(_ context.Context, run *core.Run) {
+		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second,
+		WarmServersMax: warmServersMax(cfg.WarmServersMax), OnWarmServerEvicted: met.ObserveWarmServerEvicted, AssistantTurn: api.AssistantTurn, OnFinished: func(_ context.Context, run *core.Run) {
 			met.ObserveRun(run)
 		}})
+	met.WatchWarmPool(orch.WarmStats)
 	mgr.SetCallbacks(orch, orch.Workspace)
 	h.Plugins, h.Orch = mgr, orch
 	if err := mgr.Start(ctx); err != nil {
@@ -325,4 +327,16 @@ func RecoverInterrupted(ctx context.Context, st *store.Store, log hclog.Logger) 
 		log.Warn("settled a run the previous host left unfinished", "run", r.ID, "status", status, "code", code)
 	}
 	return nil
+}
+
+// warmServersMax is the orchestrator's form of the config's cap (nil: the
+// default): there 0 means the default, and keeping none is negative.
+func warmServersMax(n *int) int {
+	switch {
+	case n == nil:
+		return 0
+	case *n == 0:
+		return -1
+	}
+	return *n
 }

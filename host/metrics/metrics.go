@@ -24,6 +24,8 @@ type Metrics struct {
 	takeovers *prometheus.CounterVec
 	leaseLost prometheus.Counter
 	commands  *prometheus.CounterVec
+	// warmEvicted counts idle agent servers stopped for the cap.
+	warmEvicted prometheus.Counter
 }
 
 // New registers the collectors.
@@ -56,8 +58,12 @@ func New() *Metrics {
 			Name: "agenthost_commands_served_total",
 			Help: "Commands other hosts passed to this one for runs it owns, by kind and answer status.",
 		}, []string{"kind", "status"}),
+		warmEvicted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agenthost_warm_agent_servers_evicted_total",
+			Help: "Idle chat sandboxes holding an agent server that were stopped because the host keeps no more warm (AGENTHOST_WARM_SERVERS_MAX).",
+		}),
 	}
-	m.reg.MustRegister(m.phase, m.runs, m.tokens, m.takeovers, m.leaseLost, m.commands, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.phase, m.runs, m.tokens, m.takeovers, m.leaseLost, m.commands, m.warmEvicted, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -70,6 +76,23 @@ func (m *Metrics) ObserveLeaseLost() { m.leaseLost.Inc() }
 // ObserveCommandServed counts a command carried out for another host.
 func (m *Metrics) ObserveCommandServed(kind string, status int) {
 	m.commands.WithLabelValues(kind, strconv.Itoa(status)).Inc()
+}
+
+// ObserveWarmServerEvicted counts an idle agent server stopped for the cap.
+func (m *Metrics) ObserveWarmServerEvicted() { m.warmEvicted.Inc() }
+
+// WatchWarmPool shows the kept chat sandboxes and, of the idle ones, those
+// holding an agent server, as gauges read from stats at each scrape.
+func (m *Metrics) WatchWarmPool(stats func() (kept, idleServers int)) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agenthost_warm_sandboxes",
+			Help: "Chat sandboxes this host keeps between runs, idle or in use.",
+		}, func() float64 { kept, _ := stats(); return float64(kept) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agenthost_warm_agent_servers",
+			Help: "Idle kept chat sandboxes holding an agent server (OpenCode's), at most AGENTHOST_WARM_SERVERS_MAX.",
+		}, func() float64 { _, idle := stats(); return float64(idle) }))
 }
 
 // ObserveRun records a run that has reached its final state.

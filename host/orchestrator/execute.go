@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -434,6 +435,7 @@ func (o *Orchestrator) releaseWarm(ar *activeRun, keep bool) {
 		warm.keptOut = ar.keptOut
 		warm.heldBy = ar.sandboxH.Generation
 		warm.stable = ar.sandboxH.Capabilities[plugin.CapabilityStableSandboxes] == "true"
+		warm.server = slices.Contains(plugin.Features(ar.engineH.Capabilities[plugin.CapabilityRequires]), plugin.FeatureServices)
 		ar.mu.Unlock()
 		o.keepWarm(key, warm)
 		return

@@ -45,6 +45,14 @@ type Options struct {
 	// (DefaultSandboxTTL when 0). Failed runs' sandboxes are never kept.
 	SandboxReuse bool
 	SandboxTTL   time.Duration
+	// WarmServersMax caps the idle kept sandboxes that hold an agent
+	// server (their engine runs one as a sandbox service, as OpenCode
+	// does: hundreds of MB each); past it the least recently used is
+	// stopped, and its chat's next run starts a new server and re-seeds
+	// the chat's history. 0 means DefaultWarmServersMax; negative, none
+	// kept. OnWarmServerEvicted, when set, counts each one stopped.
+	WarmServersMax      int
+	OnWarmServerEvicted func()
 	// Limits are the host's file limits: the per-file one goes to the
 	// sandbox at create, base files over it are kept out of the sandbox,
 	// and results are held to them all (defaults when zero).
@@ -97,6 +105,9 @@ func New(plugins Plugins, runs RunStore, events EventSink, results ResultSink, o
 	if opts.SandboxReuse {
 		if o.opts.SandboxTTL <= 0 {
 			o.opts.SandboxTTL = DefaultSandboxTTL
+		}
+		if o.opts.WarmServersMax == 0 {
+			o.opts.WarmServersMax = DefaultWarmServersMax
 		}
 		go o.reapLoop(o.stopReap)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,11 @@ import (
 
 // DefaultSandboxTTL is how long a chat session's idle sandbox is kept warm.
 const DefaultSandboxTTL = 15 * time.Minute
+
+// DefaultWarmServersMax is how many idle kept sandboxes holding an agent
+// server a host keeps: an OpenCode server holds about 500 MB, so four are
+// some 2 GB.
+const DefaultWarmServersMax = 4
 
 // warmSandbox is a chat session's sandbox kept between its runs: its
 // installed dependencies and build caches survive, so the next run starts
@@ -38,6 +44,9 @@ type warmSandbox struct {
 	// (plugin.CapabilityStableSandboxes).
 	heldBy uint64
 	stable bool
+	// server: the engine of its last run keeps an agent server running in
+	// it (the engine requires plugin.FeatureServices).
+	server bool
 }
 
 // sandboxPool holds warm sandboxes by scope key ("chat-<id>").
@@ -116,6 +125,52 @@ func (o *Orchestrator) keepWarm(key string, w *warmSandbox) {
 	if old := o.pool.put(key, w, time.Now()); old != nil {
 		go o.stopWarm(old)
 	}
+	for _, ev := range o.pool.evictServers(max(o.opts.WarmServersMax, 0)) {
+		o.log.Info("stopped an idle chat sandbox's agent server: more than the host keeps warm (AGENTHOST_WARM_SERVERS_MAX)",
+			"sandbox", ev.ref.id, "idle", time.Since(ev.idleSince).Round(time.Second), "max", o.opts.WarmServersMax)
+		if o.opts.OnWarmServerEvicted != nil {
+			o.opts.OnWarmServerEvicted()
+		}
+		go o.stopWarm(ev)
+	}
+}
+
+// evictServers takes out of the pool, for the caller to stop, the idle
+// sandboxes holding an agent server beyond the newest keep (least
+// recently used first). Sandboxes in use are never taken, nor counted.
+func (p *sandboxPool) evictServers(keep int) []*warmSandbox {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var idle []string
+	for key, w := range p.byKey {
+		if w.server && !w.inUse {
+			idle = append(idle, key)
+		}
+	}
+	if len(idle) <= keep {
+		return nil
+	}
+	slices.SortFunc(idle, func(a, b string) int { return p.byKey[a].idleSince.Compare(p.byKey[b].idleSince) })
+	var out []*warmSandbox
+	for _, key := range idle[:len(idle)-keep] {
+		out = append(out, p.byKey[key])
+		delete(p.byKey, key)
+	}
+	return out
+}
+
+// WarmStats counts the kept sandboxes (idle or in use) and, of those
+// idle, the ones holding an agent server: /metrics shows both.
+func (o *Orchestrator) WarmStats() (kept, idleServers int) {
+	o.pool.mu.Lock()
+	defer o.pool.mu.Unlock()
+	for _, w := range o.pool.byKey {
+		kept++
+		if w.server && !w.inUse {
+			idleServers++
+		}
+	}
+	return kept, idleServers
 }
 
 // put makes w the idle sandbox of key and returns the one it displaced

@@ -25,3 +25,29 @@ func TestPoolNeverDisplacesASandboxInUse(t *testing.T) {
 	assert.False(t, a.inUse)
 	assert.Same(t, a, p.byKey["chat-1"])
 }
+
+// TestPoolEvictsLeastRecentlyUsedServers: past the cap, the idle sandboxes
+// holding an agent server that went idle first are taken out; ones in use
+// and ones without a server are neither taken nor counted.
+func TestPoolEvictsLeastRecentlyUsedServers(t *testing.T) {
+	p := sandboxPool{byKey: map[string]*warmSandbox{}}
+	now := time.Now()
+	server := func(id string) *warmSandbox { return &warmSandbox{ref: &sandboxRef{id: id}, server: true} }
+	oldest, middle, newest := server("sbx_old"), server("sbx_mid"), server("sbx_new")
+	plain := &warmSandbox{ref: &sandboxRef{id: "sbx_plain"}}
+	busy := server("sbx_busy")
+	p.put("chat-plain", plain, now.Add(-time.Hour))
+	p.put("chat-old", oldest, now.Add(-3*time.Minute))
+	p.put("chat-mid", middle, now.Add(-2*time.Minute))
+	p.put("chat-new", newest, now.Add(-time.Minute))
+	p.put("chat-busy", busy, now.Add(-time.Hour))
+	busy.inUse = true // a run took it
+
+	assert.Empty(t, p.evictServers(3), "three idle servers fit a cap of three")
+	assert.Equal(t, []*warmSandbox{oldest, middle}, p.evictServers(1), "least recently used first")
+	assert.Len(t, p.byKey, 3, "the plain, the busy and the newest stay")
+	assert.Same(t, newest, p.byKey["chat-new"])
+	assert.Equal(t, []*warmSandbox{newest}, p.evictServers(0))
+	assert.Same(t, plain, p.byKey["chat-plain"])
+	assert.Same(t, busy, p.byKey["chat-busy"])
+}
