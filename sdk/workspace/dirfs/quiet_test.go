@@ -60,13 +60,19 @@ func TestQuietSnapshotsMatchAWalk(t *testing.T) {
 	// "linger" leaves a process behind that the backend reports (see
 	// Quiet) until the test says it ended.
 	var lingering atomic.Bool
+	// The symlinks the "command" makes point out of the workspace, at a
+	// file of the test's own: a later "write" to the same path follows the
+	// link, as a real command would, and the test runs as root in CI (a
+	// link to /etc/passwd once had that file overwritten).
+	outside := filepath.Join(base, "outside.txt")
+	require.NoError(t, os.WriteFile(outside, []byte("outside the workspace\n"), 0o644))
 	exec := func(_ context.Context, root, _ string, req workspace.ExecRequest) (workspace.ExecResult, error) {
 		p := filepath.Join(root, filepath.FromSlash(req.Argv[1]))
 		_ = os.MkdirAll(filepath.Dir(p), 0o755)
 		switch req.Argv[0] {
 		case "symlink":
 			_ = os.Remove(p)
-			return workspace.ExecResult{}, os.Symlink("/etc/passwd", p)
+			return workspace.ExecResult{}, os.Symlink(outside, p)
 		case "linger":
 			lingering.Store(true)
 		}
