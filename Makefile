@@ -30,7 +30,11 @@ CROSS_PLATFORMS := darwin/amd64 darwin/arm64
 # opencode-ai at a pinned version, installed into tools/ (never globally).
 # tools/opencode/bin/opencode links to this platform's binary.
 OPENCODE_VERSION := 1.18.33
-OPENCODE_STAMP := tools/opencode/.installed-$(OPENCODE_VERSION)
+# zod for the seeded custom tools' arguments: the version
+# @opencode-ai/plugin $(OPENCODE_VERSION) pins, bundled into one file
+# (tools/opencode/zod.mjs) by the opencode binary's own Bun (BUN_BE_BUN).
+ZOD_VERSION := 4.1.8
+OPENCODE_STAMP := tools/opencode/.installed-$(OPENCODE_VERSION)-zod-$(ZOD_VERSION)
 OPENCODE_ARCH := $(shell uname -m | sed -e 's/x86_64/x64/' -e 's/aarch64/arm64/')
 
 tools: $(OPENCODE_STAMP)
@@ -40,9 +44,12 @@ $(OPENCODE_STAMP):
 	  echo "npm not found: the OpenCode engine stays unavailable (apt-get install npm, then make tools)"; exit 0; fi; \
 	set -e; rm -rf tools/opencode; mkdir -p tools/opencode; \
 	echo "installing opencode-ai@$(OPENCODE_VERSION) into tools/opencode"; \
-	cd tools/opencode && npm install --no-audit --no-fund --ignore-scripts --no-save --loglevel=error --prefix . opencode-ai@$(OPENCODE_VERSION); \
+	cd tools/opencode && npm install --no-audit --no-fund --ignore-scripts --no-save --loglevel=error --prefix . opencode-ai@$(OPENCODE_VERSION) zod@$(ZOD_VERSION); \
 	mkdir -p bin; ln -sf ../node_modules/opencode-linux-$(OPENCODE_ARCH)/bin/opencode bin/opencode; \
-	test "$$(./bin/opencode --version)" = "$(OPENCODE_VERSION)"; touch .installed-$(OPENCODE_VERSION)
+	test "$$(./bin/opencode --version)" = "$(OPENCODE_VERSION)"; \
+	printf 'export { z } from "zod";\n' > zod-entry.mjs; \
+	BUN_BE_BUN=1 ./bin/opencode build --target=bun --format=esm --minify zod-entry.mjs --outfile zod.mjs >/dev/null; \
+	test -s zod.mjs; touch $(notdir $(OPENCODE_STAMP))
 
 build: tools
 	$(GO) build $(BUILD_FLAGS) -o $(BIN)/agenthost ./cmd/agenthost

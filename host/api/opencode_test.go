@@ -533,6 +533,45 @@ func TestOpenCodeContractToolAndSeeding(t *testing.T) {
 	assert.Equal(t, "OPENCODE_SEED_FAILED", done.ErrorCode)
 }
 
+// TestOpenCodeContractToolArguments: the seeded contract tools declare
+// their arguments to OpenCode (zod from the pinned build, written from the
+// tools' JSON Schemas), so the model is offered them and its arguments
+// reach the host, which validates them as for any engine: a valid call
+// goes through with its arguments, an out-of-range one fails with the
+// host's validation error, which the model gets back.
+func TestOpenCodeContractToolArguments(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(t, srv, "oc-args", "")
+	srv.Script("oc-args",
+		fakellm.Turn{Calls: []fakellm.Call{{ID: "call_a1", Name: "coding_agent_describe_selected_agent_contract", Args: []string{`{"max_fields_per_tool":3}`}}}},
+		fakellm.Turn{Calls: []fakellm.Call{{ID: "call_a2", Name: "coding_agent_get_agent_integration_contract", Args: []string{`{"tool_names":["lookup"]}`}}}},
+		fakellm.Turn{Calls: []fakellm.Call{{ID: "call_a3", Name: "coding_agent_describe_selected_agent_contract", Args: []string{`{"max_fields_per_tool":0}`}}}},
+		fakellm.Turn{Text: []string{"Done."}},
+	)
+	app := e.createApp(e.tokenA)
+	run := e.ocRun(app, model, "", "describe the agent")
+	done := e.ocWait(app, run)
+	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app, run))
+
+	reqs := srv.RequestsFor("oc-args")
+	first := string(reqs[0].Body)
+	assert.Contains(t, first, "max_fields_per_tool", "the model is offered the describe tool's argument")
+	assert.Contains(t, first, "tool_names", "and the contract tool's")
+
+	started := strings.Join(e.payloads(app, run, "tool.started"), "\n")
+	assert.Contains(t, started, `"max_fields_per_tool":3`, "the model's argument reaches the host")
+	assert.Contains(t, started, `"tool_names":["lookup"]`)
+	failed := e.payloads(app, run, "tool.failed")
+	require.Len(t, failed, 1, "only the out-of-range call fails: %v", failed)
+	assert.Contains(t, failed[0], "call_a3")
+	assert.Contains(t, failed[0], "max_fields_per_tool", "the host's validation names the argument")
+	t.Logf("tool.failed: %s", failed[0])
+	// The refused call went back to the model as a tool error.
+	last := string(reqs[len(reqs)-1].Body)
+	assert.Contains(t, last, "call_a3")
+}
+
 // TestOpenCodeOnBwrapIsRefused: the bwrap sandbox runs no services, so a
 // run on it is refused up front with the seed's unsupported-runtime code.
 func TestOpenCodeOnBwrapIsRefused(t *testing.T) {

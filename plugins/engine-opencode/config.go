@@ -25,6 +25,12 @@ type Config struct {
 	// OpenCodePath is the opencode binary; relative paths are relative to
 	// the host's working folder.
 	OpenCodePath string `json:"opencode_path"`
+	// ZodPath is the zod build for custom tools' arguments; without it the
+	// contract tools take no arguments. Default: zod.mjs in the folder
+	// above the binary's, where `make` puts it (tools/opencode/zod.mjs:
+	// the zod version @opencode-ai/plugin pins, bundled into one file by
+	// the opencode binary's own Bun). Relative as OpenCodePath.
+	ZodPath string `json:"zod_path"`
 	// StartTimeoutS bounds one server start, to its first healthy answer.
 	StartTimeoutS int `json:"start_timeout_s"`
 	// CancelTimeoutS is how long an aborted session may take to go idle
@@ -77,6 +83,12 @@ func parseConfig(raw json.RawMessage) (Config, error) {
 		return c, plugin.Errorf(plugin.CodeInvalidArgument, "opencode_path", "%v", err)
 	}
 	c.OpenCodePath = abs
+	if c.ZodPath == "" {
+		c.ZodPath = filepath.Join(filepath.Dir(filepath.Dir(c.OpenCodePath)), "zod.mjs")
+	}
+	if c.ZodPath, err = filepath.Abs(c.ZodPath); err != nil {
+		return c, plugin.Errorf(plugin.CodeInvalidArgument, "zod_path", "%v", err)
+	}
 	if c.StartTimeoutS <= 0 {
 		c.StartTimeoutS = 60
 	}

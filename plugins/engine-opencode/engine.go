@@ -12,12 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/workspace"
+	"github.com/hashicorp/go-hclog"
 )
 
 // Result codes of this engine.
@@ -50,6 +52,10 @@ type Engine struct {
 	servers map[string]*server
 	http    *http.Client
 	bridge  bridge
+	// zodSrc is the zod build read from zodPath (nil when it is missing).
+	zodSrc  []byte
+	zodPath string
+	log     hclog.Logger
 }
 
 var (
@@ -61,7 +67,7 @@ var (
 // New returns the engine with its defaults (Configure may change them).
 func New() *Engine {
 	cfg, _ := parseConfig(nil)
-	return &Engine{cfg: cfg, servers: map[string]*server{}, http: &http.Client{Transport: &http.Transport{
+	return &Engine{cfg: cfg, servers: map[string]*server{}, log: plugin.Logger("opencode"), http: &http.Client{Transport: &http.Transport{
 		// Loopback only: never a proxy.
 		Proxy: nil, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second, ResponseHeaderTimeout: 30 * time.Second,
 	}}}
@@ -99,6 +105,24 @@ func (e *Engine) Health(context.Context) plugin.Health {
 	return plugin.Health{Healthy: true}
 }
 
+// zod is the zod build the seeded tools import, read once per path; nil
+// (tools without arguments) when the file is missing, which is logged
+// once.
+func (e *Engine) zod(cfg Config) []byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.zodPath != cfg.ZodPath {
+		e.zodPath = cfg.ZodPath
+		b, err := os.ReadFile(cfg.ZodPath)
+		if err != nil {
+			e.log.Warn("no zod build (make installs it): the contract tools take no arguments", "path", cfg.ZodPath, "error", err)
+			b = nil
+		}
+		e.zodSrc = b
+	}
+	return e.zodSrc
+}
+
 func (e *Engine) config() Config {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -124,7 +148,7 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 	if err != nil {
 		return engine.Failed(CodeStartFailed, err.Error()), nil
 	}
-	bridged, err := seed(ctx, ws, req.Tools)
+	bridged, err := seed(ctx, ws, req.Tools, e.zod(cfg))
 	if err != nil {
 		if ctx.Err() != nil {
 			return engine.Cancelled(), nil

@@ -2,6 +2,8 @@ package opencode
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -20,13 +22,14 @@ var contractTools = []string{"coding_agent_get_agent_integration_contract", "cod
 const seedDir = ".opencode"
 
 // toolSource is a custom tool that forwards its call to the tool bridge.
-// It takes no arguments: OpenCode wants zod schemas for arguments, and zod
-// is not importable without an npm install. Both contract tools work with
-// their defaults.
+// OpenCode takes its arguments as zod schemas (zodArgs writes them from
+// the tool's JSON Schema), with zod from the pinned build seeded beside it
+// (zodFile): the sandbox has no npm install to get it from.
 const toolSource = `// Written by agenthost for every run: calls the host's %[1]s tool.
+%[3]s
 export default {
   description: %[2]s,
-  args: {},
+  args: %[4]s,
   async execute(args, context) {
     const res = await fetch(process.env.AGENTHOST_TOOL_URL + "/tools/%[1]s", {
       method: "POST",
@@ -40,9 +43,19 @@ export default {
 }
 `
 
+// zodFile is where the zod build goes in the sandbox, beside the tools
+// (not in tool/, where OpenCode would take it for a tool).
+const zodFile = seedDir + "/agenthost/zod.mjs"
+
+// zodImport is how a seeded tool imports it, relative to tool/.
+const zodImport = `import { z } from "../agenthost/zod.mjs"`
+
 // seed writes the custom tools (and what stops OpenCode installing npm
-// packages into the folder) before the session starts.
-func seed(ctx context.Context, ws workspace.Workspace, tools []engine.ToolDescriptor) (map[string]bool, error) {
+// packages into the folder) before the session starts. With zod (the
+// pinned build's source) the tools take their arguments; without it
+// (an opencode installed by other means than make) they take none, and
+// the host's defaults apply.
+func seed(ctx context.Context, ws workspace.Workspace, tools []engine.ToolDescriptor, zod []byte) (map[string]bool, error) {
 	have := map[string]engine.ToolDescriptor{}
 	for _, t := range tools {
 		have[t.Name] = t
@@ -59,7 +72,15 @@ func seed(ctx context.Context, ws workspace.Workspace, tools []engine.ToolDescri
 			continue // the contract toolpack is not loaded
 		}
 		desc, _ := json.Marshal(t.Description)
-		files[seedDir+"/tool/"+name+".ts"] = fmt.Sprintf(toolSource, name, desc)
+		imports, args := "", "{}"
+		if zod != nil {
+			var err error
+			if args, err = zodArgs(t.InputSchema); err != nil {
+				return nil, fmt.Errorf("tool %s: %w", name, err)
+			}
+			imports = zodImport
+		}
+		files[seedDir+"/tool/"+name+".ts"] = fmt.Sprintf(toolSource, name, desc, imports, args)
 		bridged[name] = true
 	}
 	for path, body := range files {
@@ -67,7 +88,26 @@ func seed(ctx context.Context, ws workspace.Workspace, tools []engine.ToolDescri
 			return nil, fmt.Errorf("seed %s: %w", path, err)
 		}
 	}
+	if zod != nil && len(bridged) > 0 {
+		if err := seedZod(ctx, ws, zod); err != nil {
+			return nil, err
+		}
+	}
 	return bridged, nil
+}
+
+// seedZod writes the zod build unless the sandbox has it already (a chat's
+// warm sandbox does from its first run): it is some 280 KB.
+func seedZod(ctx context.Context, ws workspace.Workspace, zod []byte) error {
+	sum := sha256.Sum256(zod)
+	if fi, err := ws.Stat(ctx, zodFile); err == nil && fi.Size == int64(len(zod)) &&
+		(fi.SHA256 == "" || fi.SHA256 == hex.EncodeToString(sum[:])) {
+		return nil
+	}
+	if _, err := ws.WriteFile(ctx, zodFile, zod, 0o644); err != nil {
+		return fmt.Errorf("seed %s: %w", zodFile, err)
+	}
+	return nil
 }
 
 // maxHistoryChars bounds the history a fresh OpenCode session is given.
