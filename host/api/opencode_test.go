@@ -28,13 +28,13 @@ const opencodeKeyEnv = "AGENTHOST_API_TEST_OPENCODE_KEY"
 // permission, as by default), the local sandbox and the contract toolpack,
 // and a global model bound for OpenCode as fake/<model> at srv.
 // Lines in extraConfig go into the plugin's config block.
-func startOpenCodeEnv(t *testing.T, srv *fakellm.Server, model, opencodePath string, extraConfig ...string) (*env, string) {
+func startOpenCodeEnv(t testing.TB, srv *fakellm.Server, model, opencodePath string, extraConfig ...string) (*env, string) {
 	t.Helper()
 	return startOpenCodeEnvHost(t, srv, model, opencodePath, nil, extraConfig...)
 }
 
 // startOpenCodeEnvHost is startOpenCodeEnv with host config changes.
-func startOpenCodeEnvHost(t *testing.T, srv *fakellm.Server, model, opencodePath string, mod func(*config.Host), extraConfig ...string) (*env, string) {
+func startOpenCodeEnvHost(t testing.TB, srv *fakellm.Server, model, opencodePath string, mod func(*config.Host), extraConfig ...string) (*env, string) {
 	t.Helper()
 	if os.Getenv(testenv.SandboxEnv) == "bwrap" {
 		t.Skip("the bwrap sandbox runs no services yet, so the OpenCode engine cannot run on it (TestOpenCodeOnBwrapIsRefused checks the refusal)")
@@ -450,7 +450,7 @@ func TestOpenCodeServerKilled(t *testing.T) {
 }
 
 // opencodeServers lists the pids of running `opencode serve` processes.
-func opencodeServers(t *testing.T) []int {
+func opencodeServers(t testing.TB) []int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	require.NoError(t, err)

@@ -1,0 +1,183 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/plugins/engine-native/fakellm"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkOpenCodeChunkOverhead is what the OpenCode engine and the host
+// add to each streamed chunk over OpenCode's own event stream, measured on
+// the same chunks: the fake model writes each chunk with its write time in
+// it (5 ms apart, as a fast model would); a client subscribed straight to
+// the engine's opencode server's /event notes when each chunk's delta
+// arrives there (raw), and the run's SSE client when it arrives through
+// the engine, the host's durable log and the API (host). added is host −
+// raw per chunk. Runs are turns of one chat, so the server is warm.
+func BenchmarkOpenCodeChunkOverhead(b *testing.B) {
+	srv := fakellm.New()
+	defer srv.Close()
+	const chunks = 50
+	e, model := startOpenCodeEnv(b, srv, "oc-bench", "")
+	turns := make([]fakellm.Turn, 200)
+	for i := range turns {
+		turns[i] = fakellm.Turn{Stamps: chunks, StampEvery: 5 * time.Millisecond}
+	}
+	srv.Script("oc-bench", turns...)
+	app := e.createApp(e.tokenA)
+
+	// A first run starts the server; the raw client then subscribes to it.
+	first := e.ocRun(app, model, "", "warm up")
+	require.Equal(b, "completed", e.ocWait(app, first).Status)
+	chat := e.chatOf(app, first)
+	raw := subscribeOpenCode(b)
+
+	var hostAt = map[int64]time.Time{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i >= len(turns)-2 {
+			b.Fatalf("more iterations than scripted turns (%d)", len(turns))
+		}
+		run := e.ocRun(app, model, chat, fmt.Sprintf("turn %d", i))
+		resp := e.openStream(e.tokenA, app, run, "")
+		frames, _ := readSSE(b, resp, nil)
+		resp.Body.Close()
+		for _, f := range frames {
+			if f.Event != "assistant.delta" {
+				continue
+			}
+			var env struct {
+				Payload struct {
+					Text string `json:"text"`
+				} `json:"payload"`
+			}
+			require.NoError(b, json.Unmarshal([]byte(f.Data), &env))
+			for _, ns := range stampsIn(env.Payload.Text) {
+				hostAt[ns] = f.at
+			}
+		}
+	}
+	b.StopTimer()
+	rawAt := raw.stop()
+	var rawLat, hostLat, added []time.Duration
+	for ns, h := range hostAt {
+		r, ok := rawAt[ns]
+		if !ok {
+			continue
+		}
+		sent := time.Unix(0, ns)
+		rawLat, hostLat, added = append(rawLat, r.Sub(sent)), append(hostLat, h.Sub(sent)), append(added, h.Sub(r))
+	}
+	require.GreaterOrEqual(b, len(added), b.N*chunks*9/10, "most chunks were seen on both streams")
+	b.ReportMetric(float64(percentile(rawLat, 0.5).Microseconds()), "raw-p50-µs/chunk")
+	b.ReportMetric(float64(percentile(hostLat, 0.5).Microseconds()), "host-p50-µs/chunk")
+	b.ReportMetric(float64(percentile(added, 0.5).Microseconds()), "added-p50-µs/chunk")
+	b.ReportMetric(float64(percentile(added, 0.99).Microseconds()), "added-p99-µs/chunk")
+}
+
+// stampsIn parses the "<unix nanos>;" stamps in a text; a stamp split
+// across deltas is not counted.
+func stampsIn(text string) []int64 {
+	var out []int64
+	for _, s := range strings.Split(text, ";") {
+		if ns, err := strconv.ParseInt(s, 10, 64); err == nil && ns > 1e18 {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// rawOpenCode is a client of the one opencode server the test's host runs,
+// noting when each stamped delta arrives.
+type rawOpenCode struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	at     map[int64]time.Time
+}
+
+// subscribeOpenCode finds the opencode server (its port on the command
+// line, its password in its environment: the test runs as its user or
+// root) and follows its /event stream.
+func subscribeOpenCode(t testing.TB) *rawOpenCode {
+	t.Helper()
+	pids := opencodeServers(t)
+	require.Len(t, pids, 1, "one opencode server runs")
+	cmd, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "cmdline"))
+	require.NoError(t, err)
+	args := strings.Split(string(cmd), "\x00")
+	port := ""
+	for i, a := range args {
+		if a == "--port" && i+1 < len(args) {
+			port = args[i+1]
+		}
+	}
+	require.NotEmpty(t, port, "opencode's command line names its port: %q", args)
+	environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "environ"))
+	require.NoError(t, err)
+	password := ""
+	for _, kv := range bytes.Split(environ, []byte{0}) {
+		if v, ok := strings.CutPrefix(string(kv), "OPENCODE_SERVER_PASSWORD="); ok {
+			password = v
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://127.0.0.1:"+port+"/event", nil)
+	require.NoError(t, err)
+	req.SetBasicAuth("opencode", password)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	r := &rawOpenCode{cancel: cancel, done: make(chan struct{}), at: map[int64]time.Time{}}
+	go func() {
+		defer close(r.done)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			var ev struct {
+				Type       string `json:"type"`
+				Properties struct {
+					Field string `json:"field"`
+					Delta string `json:"delta"`
+				} `json:"properties"`
+			}
+			if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != "message.part.delta" || ev.Properties.Field != "text" {
+				continue
+			}
+			r.mu.Lock()
+			for _, ns := range stampsIn(ev.Properties.Delta) {
+				r.at[ns] = now
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return r
+}
+
+// stop ends the subscription and returns what it saw.
+func (r *rawOpenCode) stop() map[int64]time.Time {
+	r.cancel()
+	<-r.done
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at
+}
