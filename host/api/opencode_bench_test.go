@@ -181,3 +181,45 @@ func (r *rawOpenCode) stop() map[int64]time.Time {
 	defer r.mu.Unlock()
 	return r.at
 }
+
+// BenchmarkOpenCodeWarmFirstToken is a warm chat's next run, from the
+// create-run request to the first assistant.delta on its SSE stream: the
+// chat's sandbox and its opencode server and session are kept, and the
+// fake model answers at once, so what is left is the host's and the
+// engine's work and OpenCode's own before its first model request.
+func BenchmarkOpenCodeWarmFirstToken(b *testing.B) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(b, srv, "oc-first", "")
+	turns := make([]fakellm.Turn, 200)
+	for i := range turns {
+		turns[i] = fakellm.Turn{Text: []string{"ok"}}
+	}
+	srv.Script("oc-first", turns...)
+	app := e.createApp(e.tokenA)
+	first := e.ocRun(app, model, "", "warm up")
+	require.Equal(b, "completed", e.ocWait(app, first).Status)
+	chat := e.chatOf(app, first)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i >= len(turns)-2 {
+			b.Fatalf("more iterations than scripted turns (%d)", len(turns))
+		}
+		start := time.Now()
+		run := e.ocRun(app, model, chat, fmt.Sprintf("turn %d", i))
+		resp := e.openStream(e.tokenA, app, run, "")
+		var firstAt time.Time
+		frames, _ := readSSE(b, resp, func(f frame) bool {
+			if f.Event == "assistant.delta" && firstAt.IsZero() {
+				firstAt = f.at
+			}
+			return false
+		})
+		resp.Body.Close()
+		require.False(b, firstAt.IsZero(), "run %s streamed no text: %d frames", run, len(frames))
+		lat = append(lat, firstAt.Sub(start))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat, "/run")
+}
