@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -78,16 +77,11 @@ func BenchmarkEventDelivery(b *testing.B) {
 							frames, _ := readSSE(b, resp, nil)
 							var local []time.Duration
 							for _, f := range frames {
-								if f.Event != "assistant.delta" {
+								text, ok := deltaText(b, f)
+								if !ok {
 									continue
 								}
-								var env struct {
-									Payload struct {
-										Text string `json:"text"`
-									} `json:"payload"`
-								}
-								require.NoError(b, json.Unmarshal([]byte(f.Data), &env))
-								ns, err := strconv.ParseInt(strings.TrimSpace(env.Payload.Text), 10, 64)
+								ns, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
 								require.NoError(b, err)
 								local = append(local, f.at.Sub(time.Unix(0, ns)))
 							}

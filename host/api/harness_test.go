@@ -271,3 +271,19 @@ func (e *env) payloads(app, runID, event string) []string {
 	}
 	return out
 }
+
+// deltaText is an assistant.delta frame's text; ok is false for any other
+// frame.
+func deltaText(t testing.TB, f frame) (text string, ok bool) {
+	t.Helper()
+	if f.Event != "assistant.delta" {
+		return "", false
+	}
+	var env struct {
+		Payload struct {
+			Text string `json:"text"`
+		} `json:"payload"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(f.Data), &env))
+	return env.Payload.Text, true
+}

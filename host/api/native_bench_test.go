@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -39,16 +38,11 @@ func BenchmarkNativeTokenOverhead(b *testing.B) {
 					frames, _ := readSSE(b, resp, nil)
 					resp.Body.Close()
 					for _, f := range frames {
-						if f.Event != "assistant.delta" {
+						text, ok := deltaText(b, f)
+						if !ok {
 							continue
 						}
-						var env struct {
-							Payload struct {
-								Text string `json:"text"`
-							} `json:"payload"`
-						}
-						require.NoError(b, json.Unmarshal([]byte(f.Data), &env))
-						for _, stamp := range strings.Split(env.Payload.Text, ";") {
+						for _, stamp := range strings.Split(text, ";") {
 							if stamp == "" {
 								continue
 							}

@@ -56,17 +56,10 @@ func BenchmarkOpenCodeChunkOverhead(b *testing.B) {
 		frames, _ := readSSE(b, resp, nil)
 		resp.Body.Close()
 		for _, f := range frames {
-			if f.Event != "assistant.delta" {
-				continue
-			}
-			var env struct {
-				Payload struct {
-					Text string `json:"text"`
-				} `json:"payload"`
-			}
-			require.NoError(b, json.Unmarshal([]byte(f.Data), &env))
-			for _, ns := range stampsIn(env.Payload.Text) {
-				hostAt[ns] = f.at
+			if text, ok := deltaText(b, f); ok {
+				for _, ns := range stampsIn(text) {
+					hostAt[ns] = f.at
+				}
 			}
 		}
 	}
