@@ -107,6 +107,24 @@ type rawOpenCode struct {
 // root) and follows its /event stream.
 func subscribeOpenCode(t testing.TB) *rawOpenCode {
 	t.Helper()
+	base, password := opencodeServerAuth(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/event", nil)
+	require.NoError(t, err)
+	req.SetBasicAuth("opencode", password)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	r := &rawOpenCode{cancel: cancel, done: make(chan struct{}), at: map[int64]time.Time{}}
+	go r.read(resp)
+	return r
+}
+
+// opencodeServerAuth is the base URL and password of the one opencode
+// server running: its port from its command line, its password from its
+// environment (the test runs as its user, or as root).
+func opencodeServerAuth(t testing.TB) (base, password string) {
+	t.Helper()
 	pids := opencodeServers(t)
 	require.Len(t, pids, 1, "one opencode server runs")
 	cmd, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "cmdline"))
@@ -121,49 +139,42 @@ func subscribeOpenCode(t testing.TB) *rawOpenCode {
 	require.NotEmpty(t, port, "opencode's command line names its port: %q", args)
 	environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "environ"))
 	require.NoError(t, err)
-	password := ""
 	for _, kv := range bytes.Split(environ, []byte{0}) {
 		if v, ok := strings.CutPrefix(string(kv), "OPENCODE_SERVER_PASSWORD="); ok {
 			password = v
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://127.0.0.1:"+port+"/event", nil)
-	require.NoError(t, err)
-	req.SetBasicAuth("opencode", password)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	r := &rawOpenCode{cancel: cancel, done: make(chan struct{}), at: map[int64]time.Time{}}
-	go func() {
-		defer close(r.done)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			var ev struct {
-				Type       string `json:"type"`
-				Properties struct {
-					Field string `json:"field"`
-					Delta string `json:"delta"`
-				} `json:"properties"`
-			}
-			if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != "message.part.delta" || ev.Properties.Field != "text" {
-				continue
-			}
-			r.mu.Lock()
-			for _, ns := range stampsIn(ev.Properties.Delta) {
-				r.at[ns] = now
-			}
-			r.mu.Unlock()
+	return "http://127.0.0.1:" + port, password
+}
+
+// read notes the stamped deltas of the stream until it ends.
+func (r *rawOpenCode) read(resp *http.Response) {
+	defer close(r.done)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
 		}
-	}()
-	return r
+		now := time.Now()
+		var ev struct {
+			Type       string `json:"type"`
+			Properties struct {
+				Field string `json:"field"`
+				Delta string `json:"delta"`
+			} `json:"properties"`
+		}
+		if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != "message.part.delta" || ev.Properties.Field != "text" {
+			continue
+		}
+		r.mu.Lock()
+		for _, ns := range stampsIn(ev.Properties.Delta) {
+			r.at[ns] = now
+		}
+		r.mu.Unlock()
+	}
 }
 
 // stop ends the subscription and returns what it saw.
