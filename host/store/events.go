@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -38,6 +39,10 @@ type appendReq struct {
 	// reread, with a tail, gives the tail's outcome from what is stored:
 	// for a batch whose commit was reported failed but happened.
 	reread func(ctx context.Context) (any, error)
+	// retried is set while the writer tries the request's batch again
+	// after a try whose outcome it could not learn: a tail refused then
+	// may be refused because that try did commit.
+	retried bool
 }
 
 type appendResult struct {
@@ -81,6 +86,11 @@ type eventWriter struct {
 	// a terminal event, which its caller sends after learning of the
 	// failure, clears it. Touched by the writer's goroutine only.
 	broken map[string]error
+
+	// loseAnswer, set by tests only, makes a committed batch look failed
+	// the way a connection lost right after COMMIT does (true: lose this
+	// one's answer). Touched by the writer's goroutine only.
+	loseAnswer func() bool
 }
 
 func newEventWriter(s *Store) *eventWriter {
@@ -158,7 +168,13 @@ func (w *eventWriter) commit(batch []*appendReq) {
 		}
 		lost = map[string]bool{}
 		clear(tails)
+		for _, r := range batch {
+			r.retried = tries > 1
+		}
 		err := w.write(ctx, batch, envs, tails, lost)
+		if err == nil && w.loseAnswer != nil && w.loseAnswer() {
+			err = driver.ErrBadConn
+		}
 		if err != nil && tries > 1 && errors.Is(err, ErrConflict) {
 			// An earlier try may have committed with its answer lost on
 			// the way (the connection dropped after COMMIT): then the

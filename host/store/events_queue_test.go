@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agenthost/agenthost/core"
@@ -368,5 +369,39 @@ func TestBigBatchIsOneTransaction(t *testing.T) {
 		evs, err = s.ListEvents(ctx, bad.ID, bad.AppID, 0, 1000)
 		require.NoError(t, err)
 		assert.Len(t, evs, 2, "run.accepted and the stray row: nothing of the batch")
+	})
+}
+
+// TestTransitionInOrderAnswerLost: a batch holding only a status change
+// commits, but its answer is lost (the connection dropped after COMMIT);
+// the writer tries it again, which finds the run already in the new state.
+// That is the first try's own change: the caller gets the run, not a
+// refusal.
+func TestTransitionInOrderAnswerLost(t *testing.T) {
+	eachDialect(t, func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		seedApp(t, s)
+		r := newRun("run_lost_answer")
+		_, err := s.StartRun(ctx, r, nil, core.EventInput{Type: core.EventRunAccepted})
+		require.NoError(t, err)
+		lane := s.lane(r.ID)
+		var lostOnce atomic.Bool
+		// Set before the writer sees a request of this test: the queue's
+		// send happens before the writer's receive.
+		lane.loseAnswer = func() bool { return lostOnce.CompareAndSwap(false, true) }
+		running := *r
+		running.Status = core.RunRunning
+		// Only from queued: the retry, finding it running, is refused.
+		got, err := s.TransitionInOrder(ctx, &running, []core.RunStatus{core.RunQueued})
+		require.NoError(t, err, "the retry finds the first try's change, and says so")
+		require.True(t, lostOnce.Load(), "the first try's answer was lost")
+		assert.Equal(t, core.RunRunning, got.Status)
+
+		// A real refusal on a retried batch is still one.
+		queued := running
+		queued.Status = core.RunQueued
+		lostOnce.Store(false)
+		_, err = s.TransitionInOrder(ctx, &queued, []core.RunStatus{core.RunQueued})
+		assert.Equal(t, core.CodeInvalidRunTransition, core.CodeOf(err), "%v", err)
 	})
 }

@@ -91,8 +91,17 @@ func (s *Store) EnqueueTransition(ctx context.Context, r *core.Run, from []core.
 
 // transitionReq is a status change as a write in the run's order.
 func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
-	return &appendReq{run: r, tail: func(ctx context.Context, tx *sqlx.Tx, _ core.Envelope) (any, error) {
+	req := &appendReq{run: r}
+	req.tail = func(ctx context.Context, tx *sqlx.Tx, _ core.Envelope) (any, error) {
 		updated, err := s.transitionRun(ctx, tx, r, from)
+		if refusal(err) && req.retried {
+			// A batch of status changes alone has no event whose seq
+			// would show that an earlier try committed: a refusal now
+			// may be that try's own change, found in place.
+			if stored, gerr := s.runIn(ctx, tx, r.ID); gerr == nil && stored.Status == r.Status {
+				return stored, nil
+			}
+		}
 		if refusal(err) {
 			return err, nil // the transaction goes on: other runs' events are in it
 		}
@@ -100,7 +109,8 @@ func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
 			return nil, err
 		}
 		return updated, nil
-	}, reread: func(ctx context.Context) (any, error) {
+	}
+	req.reread = func(ctx context.Context) (any, error) {
 		stored, err := s.GetRun(ctx, r.ID)
 		if err != nil {
 			return nil, err
@@ -109,7 +119,8 @@ func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
 			return core.Errf(core.CodeInvalidRunTransition, "", "run %s is %s", r.ID, stored.Status), nil
 		}
 		return stored, nil
-	}}
+	}
+	return req
 }
 
 // transitionOutcome is the run a committed transitionReq wrote, or why it

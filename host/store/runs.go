@@ -243,6 +243,19 @@ func (s *Store) GetRun(ctx context.Context, id string) (*core.Run, error) {
 	return row.toRun(), nil
 }
 
+// runIn reads a run inside tx (which may have written it).
+func (s *Store) runIn(ctx context.Context, tx *sqlx.Tx, id string) (*core.Run, error) {
+	var row runRow
+	err := tx.GetContext(ctx, &row, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("run", id)
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return row.toRun(), nil
+}
+
 // UpdateRun applies fn to the run inside a transaction that locks its row.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*core.Run) error) (*core.Run, error) {
 	var out *core.Run
