@@ -70,10 +70,11 @@ func (o *Orchestrator) runToEnd(ctx context.Context, ar *activeRun) (outcome, *s
 		// Only a run Start just created (sandbox still "starting"): a run
 		// continued after a host restart names its old sandbox, whose
 		// folder may still be there.
-		if planned := run.SandboxID; run.SandboxStatus == SandboxStarting && strings.HasPrefix(planned, "sbx_"+key+"_") && planned != tried && !o.warmHolds(planned) {
+		if planned := run.SandboxID; run.SandboxStatus == SandboxStarting && strings.HasPrefix(planned, "sbx_"+key+"_") && planned != tried && !o.warmHolds(planned) && !o.wasRetired(planned) {
 			// The id the run was created with, when it was not the
-			// chat's warm sandbox (that one went to another run, or was
-			// found gone: a fresh sandbox must not take a dead one's id).
+			// chat's warm sandbox (that one went to another run, was
+			// found gone, or left the pool to be stopped: a fresh sandbox
+			// must not take a dead one's id).
 			sandboxID = planned
 		}
 	}

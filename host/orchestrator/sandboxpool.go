@@ -53,6 +53,38 @@ type warmSandbox struct {
 type sandboxPool struct {
 	mu    sync.Mutex
 	byKey map[string]*warmSandbox
+	// retired are the ids of kept sandboxes taken out of the pool to be
+	// stopped (displaced, expired, evicted), with when: a run planned on
+	// one of them (plannedSandboxID) must not create a fresh sandbox under
+	// its id while, or after, it is stopped. Entries go after retiredFor.
+	retired map[string]time.Time
+}
+
+// retiredFor is how long a retired sandbox id is remembered: far longer
+// than a run takes from creation to provisioning.
+const retiredFor = time.Hour
+
+// retire records that a kept sandbox left the pool to be stopped; the
+// caller holds p.mu.
+func (p *sandboxPool) retire(w *warmSandbox, now time.Time) {
+	if p.retired == nil {
+		p.retired = map[string]time.Time{}
+	}
+	for id, at := range p.retired {
+		if now.Sub(at) > retiredFor {
+			delete(p.retired, id)
+		}
+	}
+	p.retired[w.ref.id] = now
+}
+
+// wasRetired reports whether id is a kept sandbox that left the pool to be
+// stopped.
+func (o *Orchestrator) wasRetired(id string) bool {
+	o.pool.mu.Lock()
+	defer o.pool.mu.Unlock()
+	_, ok := o.pool.retired[id]
+	return ok
 }
 
 // scopeKey is the key a run's sandbox is kept under, "" when it is not kept.
@@ -152,8 +184,10 @@ func (p *sandboxPool) evictServers(keep int) []*warmSandbox {
 	}
 	slices.SortFunc(idle, func(a, b string) int { return p.byKey[a].idleSince.Compare(p.byKey[b].idleSince) })
 	var out []*warmSandbox
+	now := time.Now()
 	for _, key := range idle[:len(idle)-keep] {
 		out = append(out, p.byKey[key])
+		p.retire(p.byKey[key], now)
 		delete(p.byKey, key)
 	}
 	return out
@@ -186,6 +220,7 @@ func (p *sandboxPool) put(key string, w *warmSandbox, now time.Time) (displaced 
 	w.inUse, w.idleSince = false, now
 	if old := p.byKey[key]; old != nil && old != w && !old.inUse {
 		displaced = old
+		p.retire(old, now)
 	}
 	p.byKey[key] = w
 	return displaced
@@ -225,6 +260,7 @@ func (o *Orchestrator) reapLoop(stop <-chan struct{}) {
 		for key, w := range o.pool.byKey {
 			if !w.inUse && time.Since(w.idleSince) > o.opts.SandboxTTL {
 				expired = append(expired, w)
+				o.pool.retire(w, time.Now())
 				delete(o.pool.byKey, key)
 			}
 		}

@@ -50,4 +50,26 @@ func TestPoolEvictsLeastRecentlyUsedServers(t *testing.T) {
 	assert.Equal(t, []*warmSandbox{newest}, p.evictServers(0))
 	assert.Same(t, plain, p.byKey["chat-plain"])
 	assert.Same(t, busy, p.byKey["chat-busy"])
+	// A run planned on an evicted sandbox must not reuse its id.
+	for _, id := range []string{"sbx_old", "sbx_mid", "sbx_new"} {
+		assert.Contains(t, p.retired, id)
+	}
+	assert.NotContains(t, p.retired, "sbx_plain")
+}
+
+// TestPoolRetiresDisplacedSandboxes: a sandbox displaced from the pool is
+// remembered as retired (for a while), so no fresh sandbox takes its id.
+func TestPoolRetiresDisplacedSandboxes(t *testing.T) {
+	p := sandboxPool{byKey: map[string]*warmSandbox{}}
+	now := time.Now()
+	a := &warmSandbox{ref: &sandboxRef{id: "sbx_a"}}
+	b := &warmSandbox{ref: &sandboxRef{id: "sbx_b"}}
+	p.put("chat-1", a, now)
+	assert.Same(t, a, p.put("chat-1", b, now))
+	assert.Contains(t, p.retired, "sbx_a")
+	assert.NotContains(t, p.retired, "sbx_b")
+	// Old entries are forgotten when new ones come.
+	p.retire(&warmSandbox{ref: &sandboxRef{id: "sbx_c"}}, now.Add(retiredFor+time.Minute))
+	assert.NotContains(t, p.retired, "sbx_a")
+	assert.Contains(t, p.retired, "sbx_c")
 }
