@@ -1,9 +1,7 @@
 package api_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -213,50 +211,6 @@ func TestOpenCodeWriteRunAndChatReuse(t *testing.T) {
 	t.Errorf("the second run reported no engine_ready status")
 }
 
-// TestOpenCodeLostSessionIsRemade: the engine takes a chat's kept OpenCode
-// session on trust (no check before each prompt); when it is gone (deleted
-// behind the engine's back), the prompt's 404 makes a new one, seeded with
-// the chat's history, and the run completes.
-func TestOpenCodeLostSessionIsRemade(t *testing.T) {
-	srv := fakellm.New()
-	defer srv.Close()
-	e, model := startOpenCodeEnv(t, srv, "oc-lost", "")
-	// The fake answers by the count of assistant messages in the request:
-	// a new session, its history in one user message, counts none.
-	srv.Script("oc-lost", fakellm.Turn{Text: []string{"noted"}})
-	app := e.createApp(e.tokenA)
-	first := e.ocRun(app, model, "", "remember the word HERON")
-	require.Equal(t, "completed", e.ocWait(app, first).Status)
-	chat := e.chatOf(app, first)
-
-	base, password := opencodeServerAuth(t)
-	var sessions []struct {
-		ID string `json:"id"`
-	}
-	req, _ := http.NewRequest("GET", base+"/session", nil)
-	req.SetBasicAuth("opencode", password)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&sessions))
-	resp.Body.Close()
-	require.Len(t, sessions, 1)
-	req, _ = http.NewRequest("DELETE", base+"/session/"+sessions[0].ID, nil)
-	req.SetBasicAuth("opencode", password)
-	resp, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-
-	second := e.ocRun(app, model, chat, "what was the word?")
-	done := e.ocWait(app, second)
-	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app, second))
-	reqs := srv.RequestsFor("oc-lost")
-	last := string(reqs[len(reqs)-1].Body)
-	assert.Contains(t, last, "Earlier in this conversation", "a new session, given the chat's history")
-	assert.Contains(t, last, "remember the word HERON")
-	assert.Contains(t, last, "what was the word?")
-}
-
 // TestOpenCodeBashPermission: bash asks; the first command is allowed once
 // and runs, the second is rejected, fails as a tool and ends the turn.
 func TestOpenCodeBashPermission(t *testing.T) {
@@ -342,87 +296,6 @@ func TestOpenCodeModelError(t *testing.T) {
 	failed := e.payloads(app, run, "run.failed")
 	require.Len(t, failed, 1)
 	assert.Contains(t, failed[0], "400")
-}
-
-// TestOpenCodeModelUnreachable: with nothing listening at the model's base
-// URL OpenCode retries forever; the engine lets it retry retry_max times,
-// then aborts the session and fails the run MODEL_PROVIDER_ERROR, naming
-// the model and the URL. A second case bounds the retries by time instead
-// (retry_deadline_s), well before the count would.
-func TestOpenCodeModelUnreachable(t *testing.T) {
-	down := fakellm.New()
-	downURL := down.BaseURL()
-	down.Close() // nothing listens there now: connections are refused
-	for _, tc := range []struct {
-		name, config, why string
-		minRetries        int
-	}{
-		{"count", "retry_max = 1", "used up the 1 retry retry_max allows", 2},
-		{"deadline", "retry_max = 100\n    retry_deadline_s = 1", "still retrying 1s after the first retry (retry_deadline_s)", 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := fakellm.New()
-			defer srv.Close()
-			e, _ := startOpenCodeEnv(t, srv, "oc-up", "", tc.config)
-			var m struct{ ID string }
-			require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", "/admin/models", map[string]any{
-				"name": "oc-down", "provider": "openai", "provider_model": "oc-down", "base_url": downURL, "scope": "global",
-				"bindings": []map[string]string{{"engine": "opencode", "engine_model_id": "fake/oc-down"}},
-			}, &m))
-			app := e.createApp(e.tokenA)
-			run := e.ocRun(app, m.ID, "", "anything")
-			done := e.ocWait(app, run)
-			require.Equal(t, "failed", done.Status, "%v", e.eventTypes(app, run))
-			assert.Equal(t, "MODEL_PROVIDER_ERROR", done.ErrorCode)
-			failed := e.payloads(app, run, "run.failed")
-			require.Len(t, failed, 1)
-			t.Logf("run.failed: %s", failed[0])
-			assert.Contains(t, failed[0], downURL, "the message names where the model was sent")
-			assert.Contains(t, failed[0], m.ID, "the message names the model")
-			assert.Contains(t, failed[0], tc.why)
-			retries := 0
-			for _, p := range e.payloads(app, run, "run.status") {
-				if strings.Contains(p, "model_retry") {
-					retries++
-				}
-			}
-			assert.GreaterOrEqual(t, retries, tc.minRetries, "each retry was shown as it happened")
-		})
-	}
-}
-
-// TestOpenCodeWarmServersAreCapped: with room for one warm agent server,
-// a second chat's server going idle stops the first chat's (the least
-// recently used), as /metrics shows; the first chat's next run gets a new
-// sandbox and server, and OpenCode gets the chat's history re-seeded.
-func TestOpenCodeWarmServersAreCapped(t *testing.T) {
-	srv := fakellm.New()
-	defer srv.Close()
-	e, model := startOpenCodeEnvHost(t, srv, "oc-cap", "", func(c *config.Host) {
-		one := 1
-		c.WarmServersMax = &one
-	})
-	srv.Script("oc-cap", fakellm.Turn{Text: []string{"first answer"}}, fakellm.Turn{Text: []string{"second answer"}})
-	app := e.createApp(e.tokenA)
-	first := e.ocRun(app, model, "", "remember the word PELICAN")
-	require.Equal(t, "completed", e.ocWait(app, first).Status)
-	chat1, sandbox1 := e.chatOf(app, first), e.runDetail(app, first).SandboxID
-	assert.Contains(t, e.metrics(), "\nagenthost_warm_agent_servers 1\n", "chat 1's server is kept warm")
-
-	other := e.ocRun(app, model, "", "another chat")
-	require.Equal(t, "completed", e.ocWait(app, other).Status)
-	require.Eventually(t, func() bool {
-		m := e.metrics()
-		return strings.Contains(m, "\nagenthost_warm_agent_servers 1\n") && strings.Contains(m, "\nagenthost_warm_agent_servers_evicted_total 1\n")
-	}, 30*time.Second, 50*time.Millisecond, "the least recently used server is stopped: %s", e.metrics())
-
-	again := e.ocRun(app, model, chat1, "what was the word?")
-	done := e.ocWait(app, again)
-	require.Equal(t, "completed", done.Status, "%v", e.eventTypes(app, again))
-	assert.NotEqual(t, sandbox1, e.runDetail(app, again).SandboxID, "chat 1's sandbox was stopped: a new one")
-	reqs := srv.RequestsFor("oc-cap")
-	last := string(reqs[len(reqs)-1].Body)
-	assert.Contains(t, last, "PELICAN", "the new server's session is seeded with the chat's history")
 }
 
 // TestOpenCodeEditFailureRule: an edit that fails with no later successful
@@ -644,16 +517,4 @@ func TestOpenCodeOnBwrapIsRefused(t *testing.T) {
 		map[string]any{"engine": "opencode", "model_id": m.ID, "prompt": "x"}, &errBody))
 	assert.Equal(t, "CODING_AGENT_ENGINE_UNSUPPORTED_RUNTIME", errBody.Detail.Code)
 	assert.Contains(t, errBody.Detail.Message, "services")
-}
-
-// metrics is the host's /metrics page.
-func (e *env) metrics() string {
-	e.t.Helper()
-	resp, err := http.Get(e.srv.URL + "/metrics")
-	require.NoError(e.t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(e.t, err)
-	require.Equal(e.t, http.StatusOK, resp.StatusCode)
-	return string(body)
 }
