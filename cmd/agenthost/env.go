@@ -43,6 +43,7 @@ var envVars = []envVar{
 	{"APPS_CODING_AGENT_SANDBOX_REUSE", "1", "keep a chat's sandbox warm between its runs (1/0)", false},
 	{"APPS_CODING_AGENT_SANDBOX_TTL_S", "900", "how long an idle kept sandbox lives, in seconds", false},
 	{"AGENTHOST_WARM_SERVERS_MAX", "4", "idle kept sandboxes holding an agent server (OpenCode's) this host keeps; the least recently used beyond it is stopped (0 keeps none)", false},
+	{"AGENTHOST_WARM_SERVERS_MEMORY_MB", "2048", "memory those idle agent servers may hold together, as the sandbox reports it; the least recently used beyond it are stopped (0 sets no budget)", false},
 	{"APPS_CODING_AGENT_NATIVE_ENABLED", "off", "1 allows \"engine\":\"native\"", false},
 	{"APPS_CODING_AGENT_DEFAULT_ENGINE", "mock", "engine used when a run names none", false},
 	{"APPS_CODING_AGENT_MAX_TOOL_ITERATIONS", "8", "tool rounds per run", false},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,8 @@ func TestOpenCodeWarmServersAreCapped(t *testing.T) {
 	require.Equal(t, "completed", e.ocWait(app, first).Status)
 	chat1, sandbox1 := e.chatOf(app, first), e.runDetail(app, first).SandboxID
 	assert.Contains(t, e.metrics(), "\nagenthost_warm_agent_servers 1\n", "chat 1's server is kept warm")
+	require.Eventually(t, func() bool { return metricValue(e.metrics(), "agenthost_warm_agent_servers_memory_bytes") > 50<<20 },
+		30*time.Second, 50*time.Millisecond, "the idle server's memory, as the sandbox reports it, is shown")
 
 	other := e.ocRun(app, model, "", "another chat")
 	require.Equal(t, "completed", e.ocWait(app, other).Status)
@@ -97,6 +100,29 @@ func TestOpenCodeWarmServersAreCapped(t *testing.T) {
 	reqs := srv.RequestsFor("oc-cap")
 	last := string(reqs[len(reqs)-1].Body)
 	assert.Contains(t, last, "PELICAN", "the new server's session is seeded with the chat's history")
+}
+
+// TestOpenCodeWarmServersMemoryBudget: with a memory budget smaller than
+// one OpenCode server, the chat's idle server is stopped once the sandbox
+// reports what it holds; the chat's next run starts a new one.
+func TestOpenCodeWarmServersMemoryBudget(t *testing.T) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnvHost(t, srv, "oc-mem", "", func(c *config.Host) {
+		one := 1 // MiB
+		c.WarmServersMemoryMB = &one
+	})
+	srv.Script("oc-mem", fakellm.Turn{Text: []string{"ok"}})
+	app := e.createApp(e.tokenA)
+	first := e.ocRun(app, model, "", "hello")
+	require.Equal(t, "completed", e.ocWait(app, first).Status)
+	require.Eventually(t, func() bool {
+		m := e.metrics()
+		return strings.Contains(m, "\nagenthost_warm_agent_servers_evicted_total 1\n") && strings.Contains(m, "\nagenthost_warm_agent_servers 0\n")
+	}, 30*time.Second, 50*time.Millisecond, "the server over the budget is stopped: %s", e.metrics())
+	again := e.ocRun(app, model, e.chatOf(app, first), "again")
+	require.Equal(t, "completed", e.ocWait(app, again).Status)
+	assert.NotEqual(t, e.runDetail(app, first).SandboxID, e.runDetail(app, again).SandboxID)
 }
 
 // TestOpenCodeLostSessionIsRemade: the engine takes a chat's kept OpenCode
@@ -153,4 +179,18 @@ func (e *env) metrics() string {
 	require.NoError(e.t, err)
 	require.Equal(e.t, http.StatusOK, resp.StatusCode)
 	return string(body)
+}
+
+// metricValue is a gauge's or counter's value on a /metrics page, -1 when
+// it is not there.
+func metricValue(page, name string) float64 {
+	for _, line := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }

@@ -44,6 +44,11 @@ type Host struct {
 	// beyond it is stopped (AGENTHOST_WARM_SERVERS_MAX; default 4, 0 keeps
 	// none).
 	WarmServersMax *int `hcl:"warm_servers_max,optional"`
+	// WarmServersMemoryMB is the most memory those servers may hold
+	// together, as the sandbox backend reports it; the least recently
+	// used beyond it are stopped (AGENTHOST_WARM_SERVERS_MEMORY_MB;
+	// default 2048, 0 sets no budget).
+	WarmServersMemoryMB *int `hcl:"warm_servers_memory_mb,optional"`
 	// MaxFileBytes, MaxWorkspaceBytes and MaxFiles bound an app's files:
 	// one file, all of them together, how many (AGENTHOST_MAX_FILE_BYTES,
 	// AGENTHOST_MAX_WORKSPACE_BYTES, AGENTHOST_MAX_FILES; defaults
@@ -90,6 +95,10 @@ const KeyEndpointsEnv = "AGENTHOST_KEY_ENDPOINTS"
 // DefaultWarmServersMax is how many idle agent servers a host keeps warm
 // unless told otherwise (orchestrator.DefaultWarmServersMax).
 const DefaultWarmServersMax = 4
+
+// DefaultWarmServersMemoryMB is the memory budget of those servers unless
+// told otherwise: four OpenCode servers' worth.
+const DefaultWarmServersMemoryMB = 2048
 
 // ParseKeyEndpoints reads the KeyEndpointsEnv format.
 func ParseKeyEndpoints(v string) ([]Provider, error) {
@@ -201,6 +210,19 @@ func Load(file string) (Host, error) {
 		h.WarmServersMax = &n
 	} else if *h.WarmServersMax < 0 {
 		return Host{}, fmt.Errorf("warm_servers_max = %d: use 0 or more (0 keeps no agent server warm)", *h.WarmServersMax)
+	}
+	if v := os.Getenv("AGENTHOST_WARM_SERVERS_MEMORY_MB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Host{}, fmt.Errorf("AGENTHOST_WARM_SERVERS_MEMORY_MB=%q: use a whole number of MiB, 0 or more (0 sets no budget)", v)
+		}
+		h.WarmServersMemoryMB = &n
+	}
+	if h.WarmServersMemoryMB == nil {
+		n := DefaultWarmServersMemoryMB
+		h.WarmServersMemoryMB = &n
+	} else if *h.WarmServersMemoryMB < 0 {
+		return Host{}, fmt.Errorf("warm_servers_memory_mb = %d: use 0 or more (0 sets no budget)", *h.WarmServersMemoryMB)
 	}
 	for _, l := range []struct {
 		dst *int64

@@ -124,3 +124,26 @@ func TestWarmServersMax(t *testing.T) {
 	_, err = Load(file)
 	assert.Error(t, err)
 }
+
+// TestWarmServersMemory: 2048 MiB by default, 0 allowed (no budget), set
+// by file or environment, negative refused.
+func TestWarmServersMemory(t *testing.T) {
+	t.Setenv("AGENTHOST_WARM_SERVERS_MEMORY_MB", "")
+	h, err := Load("")
+	require.NoError(t, err)
+	assert.Equal(t, DefaultWarmServersMemoryMB, *h.WarmServersMemoryMB)
+	file := filepath.Join(t.TempDir(), "host.hcl")
+	require.NoError(t, os.WriteFile(file, []byte("warm_servers_memory_mb = 0\n"), 0o644))
+	h, err = Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, 0, *h.WarmServersMemoryMB)
+	t.Setenv("AGENTHOST_WARM_SERVERS_MEMORY_MB", "512")
+	h, err = Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, 512, *h.WarmServersMemoryMB)
+	for _, bad := range []string{"lots", "-5"} {
+		t.Setenv("AGENTHOST_WARM_SERVERS_MEMORY_MB", bad)
+		_, err = Load("")
+		assert.Error(t, err, bad)
+	}
+}

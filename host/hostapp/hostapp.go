@@ -90,7 +90,8 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	met := metrics.New()
 	orch := orchestrator.New(mgr, st, st, apply.NewWithLimits(st, cfg.FileLimits()), orchestrator.Options{Limits: cfg.FileLimits(), Logger: log, ToolTimeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
 		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second,
-		WarmServersMax: warmServersMax(cfg.WarmServersMax), OnWarmServerEvicted: met.ObserveWarmServerEvicted, AssistantTurn: api.AssistantTurn, OnFinished: func(_ context.Context, run *core.Run) {
+		WarmServersMax: warmServersMax(cfg.WarmServersMax), WarmServersMemory: warmServersMemory(cfg.WarmServersMemoryMB),
+		OnWarmServerEvicted: met.ObserveWarmServerEvicted, AssistantTurn: api.AssistantTurn, OnFinished: func(_ context.Context, run *core.Run) {
 			met.ObserveRun(run)
 		}})
 	met.WatchWarmPool(orch.WarmStats)
@@ -339,4 +340,13 @@ func warmServersMax(n *int) int {
 		return -1
 	}
 	return *n
+}
+
+// warmServersMemory is the config's budget in bytes (nil: the default; 0:
+// none).
+func warmServersMemory(mb *int) int64 {
+	if mb == nil {
+		return config.DefaultWarmServersMemoryMB << 20
+	}
+	return int64(*mb) << 20
 }

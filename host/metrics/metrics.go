@@ -60,7 +60,7 @@ func New() *Metrics {
 		}, []string{"kind", "status"}),
 		warmEvicted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "agenthost_warm_agent_servers_evicted_total",
-			Help: "Idle chat sandboxes holding an agent server that were stopped because the host keeps no more warm (AGENTHOST_WARM_SERVERS_MAX).",
+			Help: "Idle chat sandboxes holding an agent server that were stopped because the host keeps no more warm (AGENTHOST_WARM_SERVERS_MAX, AGENTHOST_WARM_SERVERS_MEMORY_MB).",
 		}),
 	}
 	m.reg.MustRegister(m.phase, m.runs, m.tokens, m.takeovers, m.leaseLost, m.commands, m.warmEvicted, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -82,17 +82,22 @@ func (m *Metrics) ObserveCommandServed(kind string, status int) {
 func (m *Metrics) ObserveWarmServerEvicted() { m.warmEvicted.Inc() }
 
 // WatchWarmPool shows the kept chat sandboxes and, of the idle ones, those
-// holding an agent server, as gauges read from stats at each scrape.
-func (m *Metrics) WatchWarmPool(stats func() (kept, idleServers int)) {
+// holding an agent server and their memory, as gauges read from stats at
+// each scrape.
+func (m *Metrics) WatchWarmPool(stats func() (kept, idleServers int, serverRSS int64)) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "agenthost_warm_sandboxes",
 			Help: "Chat sandboxes this host keeps between runs, idle or in use.",
-		}, func() float64 { kept, _ := stats(); return float64(kept) }),
+		}, func() float64 { kept, _, _ := stats(); return float64(kept) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "agenthost_warm_agent_servers",
 			Help: "Idle kept chat sandboxes holding an agent server (OpenCode's), at most AGENTHOST_WARM_SERVERS_MAX.",
-		}, func() float64 { _, idle := stats(); return float64(idle) }))
+		}, func() float64 { _, idle, _ := stats(); return float64(idle) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agenthost_warm_agent_servers_memory_bytes",
+			Help: "Resident memory the services of idle kept chat sandboxes hold, as their backend reports it, at most AGENTHOST_WARM_SERVERS_MEMORY_MB.",
+		}, func() float64 { _, _, rss := stats(); return float64(rss) }))
 }
 
 // ObserveRun records a run that has reached its final state.

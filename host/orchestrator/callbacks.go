@@ -31,11 +31,31 @@ func (o *Orchestrator) lend(runID string, ref *sandboxRef) string {
 		Workspace(id string) workspace.Workspace
 	}); ok {
 		ws = c.Workspace(ref.id)
+		if svc, ok := ws.(workspace.Services); ok {
+			ws = &serviceWatch{Workspace: ws, Services: svc, ref: ref}
+		}
 	}
 	o.mu.Lock()
 	o.leases[id] = lease{runID: runID, ref: ref, ws: ws}
 	o.mu.Unlock()
 	return id
+}
+
+// serviceWatch is a lent workspace that notes the services started in the
+// sandbox, so the warm pool can ask how much memory they hold.
+type serviceWatch struct {
+	workspace.Workspace
+	workspace.Services
+	ref *sandboxRef
+}
+
+// StartService starts the service and notes its name on the sandbox.
+func (w *serviceWatch) StartService(ctx context.Context, spec workspace.ServiceSpec) (workspace.ServiceInfo, error) {
+	info, err := w.Services.StartService(ctx, spec)
+	if err == nil {
+		w.ref.noteService(spec.Name)
+	}
+	return info, err
 }
 
 func (o *Orchestrator) revoke(id string) {

@@ -289,6 +289,24 @@ type sandboxRef struct {
 	// known is what the host holds of the sandbox's files, nil for
 	// nothing (see snapshot.go).
 	known *sandboxFiles
+	// services are the names of the services engines started in it.
+	services []string
+}
+
+// noteService records a service started in the sandbox.
+func (r *sandboxRef) noteService(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Contains(r.services, name) {
+		r.services = append(r.services, name)
+	}
+}
+
+// serviceNames are the services started in the sandbox so far.
+func (r *sandboxRef) serviceNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.services)
 }
 
 // finish applies a completed run's result, emits the one terminal event,

@@ -53,6 +53,11 @@ type Options struct {
 	// kept. OnWarmServerEvicted, when set, counts each one stopped.
 	WarmServersMax      int
 	OnWarmServerEvicted func()
+	// WarmServersMemory is the most memory, in bytes, the services of idle
+	// kept sandboxes holding an agent server may hold together, as their
+	// backend reports it; past it the least recently used are stopped.
+	// 0 sets no budget.
+	WarmServersMemory int64
 	// Limits are the host's file limits: the per-file one goes to the
 	// sandbox at create, base files over it are kept out of the sandbox,
 	// and results are held to them all (defaults when zero).

@@ -47,6 +47,9 @@ type warmSandbox struct {
 	// server: the engine of its last run keeps an agent server running in
 	// it (the engine requires plugin.FeatureServices).
 	server bool
+	// rss is what its services held when it last went idle (measured
+	// after it was put back), 0 until known.
+	rss int64
 }
 
 // sandboxPool holds warm sandboxes by scope key ("chat-<id>").
@@ -157,14 +160,82 @@ func (o *Orchestrator) keepWarm(key string, w *warmSandbox) {
 	if old := o.pool.put(key, w, time.Now()); old != nil {
 		go o.stopWarm(old)
 	}
-	for _, ev := range o.pool.evictServers(max(o.opts.WarmServersMax, 0)) {
-		o.log.Info("stopped an idle chat sandbox's agent server: more than the host keeps warm (AGENTHOST_WARM_SERVERS_MAX)",
-			"sandbox", ev.ref.id, "idle", time.Since(ev.idleSince).Round(time.Second), "max", o.opts.WarmServersMax)
+	o.evict(o.pool.evictServers(max(o.opts.WarmServersMax, 0)), "more than the host keeps warm (AGENTHOST_WARM_SERVERS_MAX)")
+	if w.server && o.opts.WarmServersMemory > 0 {
+		// Measured after the sandbox is back in the pool: the run's
+		// terminal event does not wait for a round trip to the backend.
+		go o.measureWarm(w)
+	}
+}
+
+// measureWarm asks the backend how much memory the services of an idle
+// kept sandbox hold, then stops the least recently used idle agent
+// servers while those of all of them pass the budget.
+func (o *Orchestrator) measureWarm(w *warmSandbox) {
+	c, ok := w.ref.client.(interface {
+		Workspace(id string) workspace.Workspace
+	})
+	if !ok {
+		return
+	}
+	svc, ok := c.Workspace(w.ref.id).(workspace.Services)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var rss int64
+	for _, name := range w.ref.serviceNames() {
+		if si, err := svc.ServiceStatus(ctx, name); err == nil {
+			rss += si.RSSBytes
+		}
+	}
+	o.pool.mu.Lock()
+	w.rss = rss
+	o.pool.mu.Unlock()
+	o.evict(o.pool.evictServersOver(o.opts.WarmServersMemory), "their memory passes the host's budget (AGENTHOST_WARM_SERVERS_MEMORY_MB)")
+}
+
+// evict stops the idle sandboxes the pool gave up, saying why.
+func (o *Orchestrator) evict(out []*warmSandbox, why string) {
+	for _, ev := range out {
+		o.log.Info("stopped an idle chat sandbox's agent server: "+why,
+			"sandbox", ev.ref.id, "idle", time.Since(ev.idleSince).Round(time.Second), "rss_bytes", ev.rss)
 		if o.opts.OnWarmServerEvicted != nil {
 			o.opts.OnWarmServerEvicted()
 		}
 		go o.stopWarm(ev)
 	}
+}
+
+// evictServersOver takes out of the pool, least recently used first, the
+// idle sandboxes holding an agent server while the memory of all of them
+// passes budget.
+func (p *sandboxPool) evictServersOver(budget int64) []*warmSandbox {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var idle []string
+	var total int64
+	for key, w := range p.byKey {
+		if w.server && !w.inUse {
+			idle = append(idle, key)
+			total += w.rss
+		}
+	}
+	slices.SortFunc(idle, func(a, b string) int { return p.byKey[a].idleSince.Compare(p.byKey[b].idleSince) })
+	var out []*warmSandbox
+	now := time.Now()
+	for _, key := range idle {
+		if total <= budget {
+			break
+		}
+		w := p.byKey[key]
+		total -= w.rss
+		out = append(out, w)
+		p.retire(w, now)
+		delete(p.byKey, key)
+	}
+	return out
 }
 
 // evictServers takes out of the pool, for the caller to stop, the idle
@@ -194,17 +265,19 @@ func (p *sandboxPool) evictServers(keep int) []*warmSandbox {
 }
 
 // WarmStats counts the kept sandboxes (idle or in use) and, of those
-// idle, the ones holding an agent server: /metrics shows both.
-func (o *Orchestrator) WarmStats() (kept, idleServers int) {
+// idle, the ones holding an agent server and the memory their services
+// hold: /metrics shows them.
+func (o *Orchestrator) WarmStats() (kept, idleServers int, serverRSS int64) {
 	o.pool.mu.Lock()
 	defer o.pool.mu.Unlock()
 	for _, w := range o.pool.byKey {
 		kept++
 		if w.server && !w.inUse {
 			idleServers++
+			serverRSS += w.rss
 		}
 	}
-	return kept, idleServers
+	return kept, idleServers, serverRSS
 }
 
 // put makes w the idle sandbox of key and returns the one it displaced

@@ -73,3 +73,26 @@ func TestPoolRetiresDisplacedSandboxes(t *testing.T) {
 	assert.NotContains(t, p.retired, "sbx_a")
 	assert.Contains(t, p.retired, "sbx_c")
 }
+
+// TestPoolEvictsServersOverTheMemoryBudget: while the idle agent servers'
+// memory passes the budget, the least recently used go; servers in use
+// neither count nor go.
+func TestPoolEvictsServersOverTheMemoryBudget(t *testing.T) {
+	p := sandboxPool{byKey: map[string]*warmSandbox{}}
+	now := time.Now()
+	server := func(id string, rss int64) *warmSandbox {
+		return &warmSandbox{ref: &sandboxRef{id: id}, server: true, rss: rss}
+	}
+	old, mid, fresh, busy := server("sbx_old", 300), server("sbx_mid", 300), server("sbx_new", 300), server("sbx_busy", 5000)
+	p.put("chat-old", old, now.Add(-3*time.Minute))
+	p.put("chat-mid", mid, now.Add(-2*time.Minute))
+	p.put("chat-new", fresh, now.Add(-time.Minute))
+	p.put("chat-busy", busy, now)
+	busy.inUse = true
+
+	assert.Empty(t, p.evictServersOver(900), "900 bytes fit a 900-byte budget")
+	assert.Equal(t, []*warmSandbox{old, mid}, p.evictServersOver(400), "the oldest go until the rest fit")
+	assert.Same(t, fresh, p.byKey["chat-new"])
+	assert.Same(t, busy, p.byKey["chat-busy"])
+	assert.Contains(t, p.retired, "sbx_old")
+}

@@ -236,6 +236,7 @@ func serviceToProto(si ServiceInfo) *workspacev1.ServiceInfo {
 	return &workspacev1.ServiceInfo{
 		Name: si.Name, Running: si.Running, Started: si.Started, Port: int32(si.Port), Address: si.Address,
 		StartedAtUnixNano: started, ExitCode: int32(si.ExitCode), Signal: si.Signal, OutputTail: si.OutputTail,
+		RssBytes: si.RSSBytes,
 	}
 }
 
@@ -243,6 +244,7 @@ func serviceFromProto(p *workspacev1.ServiceInfo) ServiceInfo {
 	si := ServiceInfo{
 		Name: p.GetName(), Running: p.GetRunning(), Started: p.GetStarted(), Port: int(p.GetPort()), Address: p.GetAddress(),
 		ExitCode: int(p.GetExitCode()), Signal: p.GetSignal(), OutputTail: p.GetOutputTail(),
+		RSSBytes: p.GetRssBytes(),
 	}
 	if p.GetStartedAtUnixNano() != 0 {
 		si.StartedAt = time.Unix(0, p.GetStartedAtUnixNano())

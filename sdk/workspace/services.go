@@ -56,6 +56,9 @@ type ServiceInfo struct {
 	// OutputTail is the last few KiB of its stdout and stderr, for
 	// diagnostics when it fails.
 	OutputTail []byte
+	// RSSBytes is the resident memory of the service's processes (it and
+	// what it started) while it runs; 0 when the backend cannot tell.
+	RSSBytes int64
 }
 
 // Services is implemented by workspaces whose sandbox can run long-lived

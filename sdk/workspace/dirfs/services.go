@@ -225,15 +225,22 @@ func (svc *service) snapshot(started bool) workspace.ServiceInfo {
 	return si
 }
 
-// ServiceStatus implements workspace.Services.
+// ServiceStatus implements workspace.Services; a running service's answer
+// has its session's resident memory.
 func (s *Services) ServiceStatus(_ context.Context, name string) (workspace.ServiceInfo, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	svc := s.services[name]
 	if svc == nil {
+		s.mu.Unlock()
 		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeNotFound, "name", "no service %q in this sandbox", name)
 	}
-	return svc.snapshot(false), nil
+	si := svc.snapshot(false)
+	s.mu.Unlock()
+	if si.Running {
+		// Outside the lock: a walk of /proc is not instant.
+		si.RSSBytes = sessionRSS(svc.pgid)
+	}
+	return si, nil
 }
 
 // StopService implements workspace.Services.

@@ -60,6 +60,9 @@ type stat struct {
 // procStat reports nothing (there is no /proc).
 func procStat(pid int) (stat, bool) { return stat{}, false }
 
+// sessionRSS cannot tell without /proc: 0.
+func sessionRSS(sid int) int64 { return 0 }
+
 // touchNow sets a file's mtime to the filesystem's "now" (utimensat with
 // UTIME_NOW, leaving atime as it is) (macOS spells UTIME_NOW -1 and UTIME_OMIT -2; x/sys does not name them there), not following a symlink.
 func touchNow(name string) error {

@@ -60,6 +60,8 @@ type stat struct {
 	pgrp  int
 	sid   int
 	start uint64
+	// rss is resident memory in pages (field 24).
+	rss int64
 }
 
 // procStat reads a process's state (field 3), group (field 5), session
@@ -80,14 +82,36 @@ func procStat(pid int) (stat, bool) {
 	// Fields after ')' begin at field 3 (state): the n-th field of
 	// proc(5) is at index n-first.
 	const first = 3
-	const stateField, pgrpField, sidField, startField = 3 - first, 5 - first, 6 - first, 22 - first
-	if len(f) <= startField || len(f[stateField]) != 1 {
+	const stateField, pgrpField, sidField, startField, rssField = 3 - first, 5 - first, 6 - first, 22 - first, 24 - first
+	if len(f) <= rssField || len(f[stateField]) != 1 {
 		return stat{}, false
 	}
 	pgrp, err1 := strconv.Atoi(f[pgrpField])
 	sid, err2 := strconv.Atoi(f[sidField])
 	start, err3 := strconv.ParseUint(f[startField], 10, 64)
-	return stat{state: f[stateField][0], pgrp: pgrp, sid: sid, start: start}, err1 == nil && err2 == nil && err3 == nil
+	rss, err4 := strconv.ParseInt(f[rssField], 10, 64)
+	return stat{state: f[stateField][0], pgrp: pgrp, sid: sid, start: start, rss: rss}, err1 == nil && err2 == nil && err3 == nil && err4 == nil
+}
+
+// sessionRSS is the resident memory, in bytes, of every process of the
+// session sid: a service leads its own session, and what it starts (an
+// agent server's commands) stays in it unless it makes one of its own.
+func sessionRSS(sid int) int64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var pages int64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := procStat(pid); ok && st.sid == sid {
+			pages += st.rss
+		}
+	}
+	return pages * int64(os.Getpagesize())
 }
 
 // touchNow sets a file's mtime to the filesystem's "now" (utimensat with

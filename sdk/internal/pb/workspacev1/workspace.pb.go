@@ -1284,7 +1284,10 @@ type ServiceInfo struct {
 	ExitCode          int32  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	Signal            string `protobuf:"bytes,8,opt,name=signal,proto3" json:"signal,omitempty"`
 	// The last bytes of its combined stdout and stderr.
-	OutputTail    []byte `protobuf:"bytes,9,opt,name=output_tail,json=outputTail,proto3" json:"output_tail,omitempty"`
+	OutputTail []byte `protobuf:"bytes,9,opt,name=output_tail,json=outputTail,proto3" json:"output_tail,omitempty"`
+	// Resident memory of the service's processes (the service and what it
+	// started), in bytes, when running; 0 when the backend cannot tell.
+	RssBytes      int64 `protobuf:"varint,10,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1382,6 +1385,13 @@ func (x *ServiceInfo) GetOutputTail() []byte {
 	return nil
 }
 
+func (x *ServiceInfo) GetRssBytes() int64 {
+	if x != nil {
+		return x.RssBytes
+	}
+	return 0
+}
+
 var File_agenthost_workspace_v1_workspace_proto protoreflect.FileDescriptor
 
 const file_agenthost_workspace_v1_workspace_proto_rawDesc = "" +
@@ -1470,7 +1480,7 @@ const file_agenthost_workspace_v1_workspace_proto_rawDesc = "" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x19\n" +
 	"\bgrace_ms\x18\x03 \x01(\x03R\agraceMs\"\x15\n" +
-	"\x13StopServiceResponse\"\x8a\x02\n" +
+	"\x13StopServiceResponse\"\xa7\x02\n" +
 	"\vServiceInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\arunning\x18\x02 \x01(\bR\arunning\x12\x18\n" +
@@ -1481,7 +1491,9 @@ const file_agenthost_workspace_v1_workspace_proto_rawDesc = "" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\b \x01(\tR\x06signal\x12\x1f\n" +
 	"\voutput_tail\x18\t \x01(\fR\n" +
-	"outputTail2\x94\a\n" +
+	"outputTail\x12\x1b\n" +
+	"\trss_bytes\x18\n" +
+	" \x01(\x03R\brssBytes2\x94\a\n" +
 	"\tWorkspace\x12X\n" +
 	"\bReadFile\x12'.agenthost.workspace.v1.ReadFileRequest\x1a!.agenthost.workspace.v1.FileChunk0\x01\x12Y\n" +
 	"\tWriteFile\x12(.agenthost.workspace.v1.WriteFileRequest\x1a .agenthost.workspace.v1.FileInfo(\x01\x12Q\n" +
