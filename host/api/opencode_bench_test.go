@@ -227,3 +227,44 @@ func BenchmarkOpenCodeWarmFirstToken(b *testing.B) {
 	b.StopTimer()
 	reportPercentiles(b, lat, "/run")
 }
+
+// BenchmarkOpenCodeColdFirstToken is a chat's first run, from the
+// create-run request to the first assistant.delta on its SSE stream: a new
+// sandbox, a new opencode server (its start is the run's engine_start) and
+// OpenCode's first prompt in that folder, with a model that answers at
+// once. The server's start alone is reported beside it.
+func BenchmarkOpenCodeColdFirstToken(b *testing.B) {
+	srv := fakellm.New()
+	defer srv.Close()
+	e, model := startOpenCodeEnv(b, srv, "oc-cold", "")
+	srv.Script("oc-cold", fakellm.Turn{Text: []string{"ok"}})
+	app := e.createApp(e.tokenA)
+	lat := make([]time.Duration, 0, b.N)
+	var starts []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		run := e.ocRun(app, model, "", fmt.Sprintf("cold %d", i))
+		resp := e.openStream(e.tokenA, app, run, "")
+		var firstAt time.Time
+		readSSE(b, resp, func(f frame) bool {
+			if f.Event == "assistant.delta" && firstAt.IsZero() {
+				firstAt = f.at
+			}
+			return false
+		})
+		resp.Body.Close()
+		require.False(b, firstAt.IsZero(), "run %s streamed no text", run)
+		lat = append(lat, firstAt.Sub(start))
+		var timed struct {
+			Context struct {
+				Timings map[string]int64 `json:"timing_metrics_ms"`
+			} `json:"context"`
+		}
+		require.Equal(b, http.StatusOK, e.do(e.tokenA, "GET", "/admin/apps/"+app+"/coding-agent/runs/"+run, nil, &timed))
+		starts = append(starts, time.Duration(timed.Context.Timings["engine_start"])*time.Millisecond)
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat, "/run")
+	b.ReportMetric(float64(percentile(starts, 0.5).Milliseconds()), "engine-start-p50-ms")
+}
