@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -15,9 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// OpenCode's bounds: a model that keeps failing, the host's cap on idle
-// agent servers, a kept session that is gone. The real opencode binary,
-// as in opencode_test.go.
+// OpenCode's bounds: a model that keeps failing, the host's caps on idle
+// agent servers. The real opencode binary, as in opencode_test.go.
 
 // TestOpenCodeModelUnreachable: with nothing listening at the model's base
 // URL OpenCode retries forever; the engine lets it retry retry_max times,
@@ -123,50 +121,6 @@ func TestOpenCodeWarmServersMemoryBudget(t *testing.T) {
 	again := e.ocRun(app, model, e.chatOf(app, first), "again")
 	require.Equal(t, "completed", e.ocWait(app, again).Status)
 	assert.NotEqual(t, e.runDetail(app, first).SandboxID, e.runDetail(app, again).SandboxID)
-}
-
-// TestOpenCodeLostSessionIsRemade: the engine takes a chat's kept OpenCode
-// session on trust (no check before each prompt); when it is gone (deleted
-// behind the engine's back), the prompt's 404 makes a new one, seeded with
-// the chat's history, and the run completes.
-func TestOpenCodeLostSessionIsRemade(t *testing.T) {
-	srv := fakellm.New()
-	defer srv.Close()
-	e, model := startOpenCodeEnv(t, srv, "oc-lost", "")
-	// The fake answers by the count of assistant messages in the request:
-	// a new session, its history in one user message, counts none.
-	srv.Script("oc-lost", fakellm.Turn{Text: []string{"noted"}})
-	app := e.createApp(e.tokenA)
-	first := e.ocRun(app, model, "", "remember the word HERON")
-	require.Equal(t, "completed", e.ocWait(app, first).Status)
-	chat := e.chatOf(app, first)
-
-	base, password := opencodeServerAuth(t)
-	var sessions []struct {
-		ID string `json:"id"`
-	}
-	req, _ := http.NewRequest("GET", base+"/session", nil)
-	req.SetBasicAuth("opencode", password)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&sessions))
-	resp.Body.Close()
-	require.Len(t, sessions, 1)
-	req, _ = http.NewRequest("DELETE", base+"/session/"+sessions[0].ID, nil)
-	req.SetBasicAuth("opencode", password)
-	resp, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-
-	second := e.ocRun(app, model, chat, "what was the word?")
-	done := e.ocWait(app, second)
-	require.Equal(t, "completed", done.Status, "%+v %v", done, e.eventTypes(app, second))
-	reqs := srv.RequestsFor("oc-lost")
-	last := string(reqs[len(reqs)-1].Body)
-	assert.Contains(t, last, "Earlier in this conversation", "a new session, given the chat's history")
-	assert.Contains(t, last, "remember the word HERON")
-	assert.Contains(t, last, "what was the word?")
 }
 
 // metrics is the host's /metrics page.

@@ -102,10 +102,14 @@ func (c *client) createSession(ctx context.Context, title string) (string, error
 	return s.ID, nil
 }
 
-// isNotFound reports whether opencode answered 404 (an unknown session).
-func isNotFound(err error) bool {
+func (c *client) sessionExists(ctx context.Context, id string) (bool, error) {
+	var s sessionInfo
+	err := c.do(ctx, http.MethodGet, "/session/"+id, nil, &s, 10*time.Second)
 	var ae *apiError
-	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		return false, nil
+	}
+	return err == nil && s.ID == id, err
 }
 
 type promptBody struct {

@@ -209,18 +209,18 @@ func (r *run) do(ctx context.Context) (engine.Result, error) {
 	r.m = newMapper(r.session, r.bridged)
 	defer r.e.bridge.attach(ctx, r.session, r.host)()
 
-	err = c.promptAsync(ctx, r.session, r.promptBody(fresh))
-	if isNotFound(err) && !fresh {
-		// The kept session is gone (it is not checked before the prompt:
-		// that cost a round trip on every warm run): a new one, given the
-		// chat's history, with the mapper and the tool bridge on it.
-		if err = r.newSession(ctx); err == nil {
-			r.m = newMapper(r.session, r.bridged)
-			defer r.e.bridge.attach(ctx, r.session, r.host)()
-			err = c.promptAsync(ctx, r.session, r.promptBody(true))
-		}
+	system, history := renderHistory(r.req.History)
+	text := r.req.Prompt
+	if fresh && history != "" {
+		text = history + "\n\n---\n\n" + r.req.Prompt
 	}
-	if err != nil {
+	body := promptBody{
+		Parts: []promptPart{{Type: "text", Text: text}}, System: system,
+		Model: &promptModel{ProviderID: r.providerID, ModelID: r.modelID},
+		// The question tool would wait for an answer nobody can give.
+		Tools: map[string]bool{"question": false},
+	}
+	if err := c.promptAsync(ctx, r.session, body); err != nil {
 		return r.apiFailure(ctx, "send the prompt", err), nil
 	}
 
@@ -259,56 +259,35 @@ func (r *run) do(ctx context.Context) (engine.Result, error) {
 	return r.finish(), nil
 }
 
-// promptBody is the run's prompt; a fresh session (one with none of the
-// chat's turns) gets the chat's history ahead of it.
-func (r *run) promptBody(fresh bool) promptBody {
-	system, history := renderHistory(r.req.History)
-	text := r.req.Prompt
-	if fresh && history != "" {
-		text = history + "\n\n---\n\n" + r.req.Prompt
-	}
-	return promptBody{
-		Parts: []promptPart{{Type: "text", Text: text}}, System: system,
-		Model: &promptModel{ProviderID: r.providerID, ModelID: r.modelID},
-		// The question tool would wait for an answer nobody can give.
-		Tools: map[string]bool{"question": false},
-	}
-}
-
-// chatKey names the run's chat among the server's sessions.
-func (r *run) chatKey() string {
-	if r.req.ChatSessionID == "" {
-		return "run-" + r.req.RunID
-	}
-	return r.req.ChatSessionID
-}
-
-// openSession takes the chat's OpenCode session on this server, or makes
-// one (fresh: it has none of the chat's history). A kept session is taken
-// on trust: this engine process started the server, and OpenCode deletes
-// no session by itself; the prompt's 404 says otherwise (do).
+// openSession finds the chat's OpenCode session on this server, or makes
+// one (fresh: it has none of the chat's history).
 func (r *run) openSession(ctx context.Context) (fresh bool, err error) {
+	chat := r.req.ChatSessionID
+	if chat == "" {
+		chat = "run-" + r.req.RunID
+	}
 	r.e.mu.Lock()
-	id := r.srv.sessions[r.chatKey()]
+	id := r.srv.sessions[chat]
 	r.e.mu.Unlock()
 	if id != "" {
-		r.session = id
-		return false, nil
+		ok, err := r.srv.client.sessionExists(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			r.session = id
+			return false, nil
+		}
 	}
-	return true, r.newSession(ctx)
-}
-
-// newSession makes the chat a new OpenCode session on this server.
-func (r *run) newSession(ctx context.Context) error {
-	id, err := r.srv.client.createSession(ctx, "agenthost "+r.chatKey())
+	id, err = r.srv.client.createSession(ctx, "agenthost "+chat)
 	if err != nil {
-		return err
+		return false, err
 	}
 	r.e.mu.Lock()
-	r.srv.sessions[r.chatKey()] = id
+	r.srv.sessions[chat] = id
 	r.e.mu.Unlock()
 	r.session = id
-	return nil
+	return true, nil
 }
 
 // awaitConnected waits for server.connected: events before it are not
