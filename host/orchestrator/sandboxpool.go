@@ -160,7 +160,7 @@ func (o *Orchestrator) keepWarm(key string, w *warmSandbox) {
 	if old := o.pool.put(key, w, time.Now()); old != nil {
 		go o.stopWarm(old)
 	}
-	o.evict(o.pool.evictServers(max(o.opts.WarmServersMax, 0)), "more than the host keeps warm (AGENTHOST_WARM_SERVERS_MAX)")
+	o.evictServers()
 	if w.server && o.opts.WarmServersMemory > 0 {
 		// Measured after the sandbox is back in the pool: the run's
 		// terminal event does not wait for a round trip to the backend.
@@ -193,14 +193,16 @@ func (o *Orchestrator) measureWarm(w *warmSandbox) {
 	o.pool.mu.Lock()
 	w.rss = rss
 	o.pool.mu.Unlock()
-	o.evict(o.pool.evictServersOver(o.opts.WarmServersMemory), "their memory passes the host's budget (AGENTHOST_WARM_SERVERS_MEMORY_MB)")
+	o.evictServers()
 }
 
-// evict stops the idle sandboxes the pool gave up, saying why.
-func (o *Orchestrator) evict(out []*warmSandbox, why string) {
-	for _, ev := range out {
-		o.log.Info("stopped an idle chat sandbox's agent server: "+why,
-			"sandbox", ev.ref.id, "idle", time.Since(ev.idleSince).Round(time.Second), "rss_bytes", ev.rss)
+// evictServers stops the idle agent servers past the host's count and
+// memory bounds, least recently used first, saying why.
+func (o *Orchestrator) evictServers() {
+	for _, ev := range o.pool.evictServers(max(o.opts.WarmServersMax, 0), o.opts.WarmServersMemory) {
+		o.log.Info("stopped an idle chat sandbox's agent server: more of them, or more of their memory, than the host keeps (AGENTHOST_WARM_SERVERS_MAX, AGENTHOST_WARM_SERVERS_MEMORY_MB)",
+			"sandbox", ev.ref.id, "idle", time.Since(ev.idleSince).Round(time.Second), "rss_bytes", ev.rss,
+			"max", o.opts.WarmServersMax, "memory_budget_bytes", o.opts.WarmServersMemory)
 		if o.opts.OnWarmServerEvicted != nil {
 			o.opts.OnWarmServerEvicted()
 		}
@@ -208,10 +210,12 @@ func (o *Orchestrator) evict(out []*warmSandbox, why string) {
 	}
 }
 
-// evictServersOver takes out of the pool, least recently used first, the
-// idle sandboxes holding an agent server while the memory of all of them
-// passes budget.
-func (p *sandboxPool) evictServersOver(budget int64) []*warmSandbox {
+// evictServers takes out of the pool, for the caller to stop, the idle
+// sandboxes holding an agent server, least recently used first, while
+// there are more than keep of them or (with a budget above 0) their
+// services hold more than budget bytes together. Sandboxes in use are
+// neither taken nor counted.
+func (p *sandboxPool) evictServers(keep int, budget int64) []*warmSandbox {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var idle []string
@@ -225,40 +229,14 @@ func (p *sandboxPool) evictServersOver(budget int64) []*warmSandbox {
 	slices.SortFunc(idle, func(a, b string) int { return p.byKey[a].idleSince.Compare(p.byKey[b].idleSince) })
 	var out []*warmSandbox
 	now := time.Now()
-	for _, key := range idle {
-		if total <= budget {
+	for i, key := range idle {
+		if len(idle)-i <= keep && (budget <= 0 || total <= budget) {
 			break
 		}
 		w := p.byKey[key]
 		total -= w.rss
 		out = append(out, w)
 		p.retire(w, now)
-		delete(p.byKey, key)
-	}
-	return out
-}
-
-// evictServers takes out of the pool, for the caller to stop, the idle
-// sandboxes holding an agent server beyond the newest keep (least
-// recently used first). Sandboxes in use are never taken, nor counted.
-func (p *sandboxPool) evictServers(keep int) []*warmSandbox {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var idle []string
-	for key, w := range p.byKey {
-		if w.server && !w.inUse {
-			idle = append(idle, key)
-		}
-	}
-	if len(idle) <= keep {
-		return nil
-	}
-	slices.SortFunc(idle, func(a, b string) int { return p.byKey[a].idleSince.Compare(p.byKey[b].idleSince) })
-	var out []*warmSandbox
-	now := time.Now()
-	for _, key := range idle[:len(idle)-keep] {
-		out = append(out, p.byKey[key])
-		p.retire(p.byKey[key], now)
 		delete(p.byKey, key)
 	}
 	return out

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -43,11 +44,11 @@ func TestPoolEvictsLeastRecentlyUsedServers(t *testing.T) {
 	p.put("chat-busy", busy, now.Add(-time.Hour))
 	busy.inUse = true // a run took it
 
-	assert.Empty(t, p.evictServers(3), "three idle servers fit a cap of three")
-	assert.Equal(t, []*warmSandbox{oldest, middle}, p.evictServers(1), "least recently used first")
+	assert.Empty(t, p.evictServers(3, 0), "three idle servers fit a cap of three")
+	assert.Equal(t, []*warmSandbox{oldest, middle}, p.evictServers(1, 0), "least recently used first")
 	assert.Len(t, p.byKey, 3, "the plain, the busy and the newest stay")
 	assert.Same(t, newest, p.byKey["chat-new"])
-	assert.Equal(t, []*warmSandbox{newest}, p.evictServers(0))
+	assert.Equal(t, []*warmSandbox{newest}, p.evictServers(0, 0))
 	assert.Same(t, plain, p.byKey["chat-plain"])
 	assert.Same(t, busy, p.byKey["chat-busy"])
 	// A run planned on an evicted sandbox must not reuse its id.
@@ -90,8 +91,8 @@ func TestPoolEvictsServersOverTheMemoryBudget(t *testing.T) {
 	p.put("chat-busy", busy, now)
 	busy.inUse = true
 
-	assert.Empty(t, p.evictServersOver(900), "900 bytes fit a 900-byte budget")
-	assert.Equal(t, []*warmSandbox{old, mid}, p.evictServersOver(400), "the oldest go until the rest fit")
+	assert.Empty(t, p.evictServers(math.MaxInt, 900), "900 bytes fit a 900-byte budget")
+	assert.Equal(t, []*warmSandbox{old, mid}, p.evictServers(math.MaxInt, 400), "the oldest go until the rest fit")
 	assert.Same(t, fresh, p.byKey["chat-new"])
 	assert.Same(t, busy, p.byKey["chat-busy"])
 	assert.Contains(t, p.retired, "sbx_old")

@@ -98,7 +98,7 @@ func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
 			// A batch of status changes alone has no event whose seq
 			// would show that an earlier try committed: a refusal now
 			// may be that try's own change, found in place.
-			if stored, gerr := s.runIn(ctx, tx, r.ID); gerr == nil && stored.Status == r.Status {
+			if stored, gerr := s.getRun(ctx, tx, r.ID); gerr == nil && stored.Status == r.Status {
 				return stored, nil
 			}
 		}

@@ -232,21 +232,14 @@ func (s *Store) startRunAtOnce(ctx context.Context, r *core.Run, turn *core.Chat
 
 // GetRun reads a run.
 func (s *Store) GetRun(ctx context.Context, id string) (*core.Run, error) {
-	var row runRow
-	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("run", id)
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	return row.toRun(), nil
+	return s.getRun(ctx, s.r, id)
 }
 
-// runIn reads a run inside tx (which may have written it).
-func (s *Store) runIn(ctx context.Context, tx *sqlx.Tx, id string) (*core.Run, error) {
+// getRun reads a run through q: the readers (GetRun), or a transaction
+// that may have written it.
+func (s *Store) getRun(ctx context.Context, q sqlx.QueryerContext, id string) (*core.Run, error) {
 	var row runRow
-	err := tx.GetContext(ctx, &row, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), id)
+	err := sqlx.GetContext(ctx, q, &row, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("run", id)
 	}

@@ -184,7 +184,7 @@ func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
 			m.busy = true
 		case "retry":
 			// OpenCode retries forever; say so rather than look hung. The
-			// run bounds the retries (run.watchRetries).
+			// run bounds the retries (retries.go).
 			m.retries = max(m.retries+1, p.Status.Attempt)
 			m.lastRetry, m.retrying = p.Status.Message, true
 			return []engine.Event{engine.Status("model_retry", fmt.Sprintf("the model provider failed; OpenCode retries (attempt %d): %s", p.Status.Attempt, p.Status.Message))}, nil
