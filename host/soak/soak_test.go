@@ -62,6 +62,12 @@ const window = 3
 // on a loaded 2-core machine; one that takes this long is stuck.
 const turnTimeout = 2 * time.Minute
 
+// maxOvertimeRounds bounds the short rounds run past the duration to get
+// two samples at rest: a scavenger that never finishes within its wait
+// must not keep the soak going for ever (the RSS check then fails, saying
+// a window had no sample at rest).
+const maxOvertimeRounds = 4
+
 // measureTime is about how long a measurement at rest takes (three
 // collections, then the scavenger), kept free at the end of the duration.
 const measureTime = 25 * time.Second
@@ -214,16 +220,19 @@ func soak(t *testing.T, dialect string, d time.Duration, steps *lockstep) *diale
 		errOnce.Do(func() { firstErr = err; cancel() })
 	}
 	lastAlloc, lastTurns := 0.0, int64(0)
-	atRest := 0 // samples taken at rest so far
+	atRest := 0   // samples taken at rest whose scavenger wait finished
+	overtime := 0 // rounds run past the duration for want of them
 	for round := 1; ctx.Err() == nil; round++ {
 		load := min(roundLength(d), time.Until(deadline)-measureTime)
 		if load < roundLength(d)/2 {
-			if atRest >= 2 {
+			if atRest >= 2 || overtime == maxOvertimeRounds {
 				break // what is left is too short for a round
 			}
-			// A slow machine's warm-up took most of the duration: one
-			// more short round, past the end if need be, rather than
-			// nothing to compare.
+			// A slow machine's warm-up took most of the duration, or a
+			// sample's scavenger wait ran out (it does not count for
+			// RSS): one more short round, past the end if need be,
+			// rather than nothing to compare.
+			overtime++
 			load = roundLength(d) / 2
 		}
 		roundStart := time.Now()
@@ -270,7 +279,7 @@ func soak(t *testing.T, dialect string, d time.Duration, steps *lockstep) *diale
 		lastAlloc, lastTurns = alloc, done
 		if warming {
 			r.warm = len(r.samples) + 1
-		} else {
+		} else if smp.Settled {
 			atRest++
 		}
 		r.samples = append(r.samples, smp)
