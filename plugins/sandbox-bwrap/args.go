@@ -82,6 +82,14 @@ func writeEtc(root string) error {
 // with the group kill, and the kernel then kills everything in its
 // namespace.
 func sandboxArgs(cfg Config, workspace, rel string, argv []string) []string {
+	a := baseArgs(cfg, "")
+	a = append(a, "--bind", workspace, WorkspacePath)
+	return finishArgs(a, rel, argv)
+}
+
+// baseArgs are the namespaces, the system folders, /etc, /proc, /dev and
+// /tmp every sandbox gets; hosts, when not "", replaces /etc/hosts.
+func baseArgs(cfg Config, hosts string) []string {
 	a := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--die-with-parent", "--cap-drop", "ALL",
@@ -109,16 +117,25 @@ func sandboxArgs(cfg Config, workspace, rel string, argv []string) []string {
 	for name := range etcFiles {
 		a = append(a, "--ro-bind", filepath.Join(cfg.Root, etcDir, name), "/etc/"+name)
 	}
+	if hosts != "" {
+		a = append(a, "--ro-bind", hosts, "/etc/hosts")
+	}
+	return append(a,
+		"--proc", "/proc", "--dev", "/dev",
+		// A tmpfs lives in memory that RLIMIT_AS does not count: cap it.
+		"--size", strconv.FormatInt(cfg.TmpBytes, 10), "--tmpfs", "/tmp",
+		"--symlink", "/tmp", "/var/tmp", "--dir", "/run")
+}
+
+// finishArgs makes the root read-only, enters the working folder and runs
+// argv through sh, so that a missing or non-executable command answers
+// 127 / 126 as it does on local.
+func finishArgs(a []string, rel string, argv []string) []string {
 	chdir := WorkspacePath
 	if rel != "." && rel != "" {
 		chdir = WorkspacePath + "/" + filepath.ToSlash(rel)
 	}
 	a = append(a,
-		"--proc", "/proc", "--dev", "/dev",
-		// A tmpfs lives in memory that RLIMIT_AS does not count: cap it.
-		"--size", strconv.FormatInt(cfg.TmpBytes, 10), "--tmpfs", "/tmp",
-		"--symlink", "/tmp", "/var/tmp", "--dir", "/run",
-		"--bind", workspace, WorkspacePath,
 		// bwrap builds the tree on a tmpfs; without this a command could
 		// fill memory writing into /etc or /.
 		"--remount-ro", "/",
@@ -126,3 +143,45 @@ func sandboxArgs(cfg Config, workspace, rel string, argv []string) []string {
 		"--", "/bin/sh", "-c", `exec "$@"`, "sh")
 	return append(a, argv...)
 }
+
+// serviceMounts is what a service's sandbox binds beyond a command's.
+type serviceMounts struct {
+	workspace, rel string
+	// state is the service's private folder, bound read-write at its own
+	// path (the {state} placeholder already is that path).
+	state string
+	// readOnly are bound read-only at their own paths.
+	readOnly []string
+	// hosts, when not "", replaces /etc/hosts (see writeHosts).
+	hosts string
+}
+
+// serviceArgs builds bwrap's arguments for a service: a command's sandbox
+// (sandboxArgs) plus its state and read-only folders, reporting the
+// sandbox's pid on fd 3 and waiting for a byte on fd 4 before the service
+// runs (see wrapService).
+//
+// fd 5 is a pipe only the plugin writes to: a watcher beside the service
+// kills every process of the sandbox when it reads EOF, that is when the
+// plugin is gone. bubblewrap 0.8's --die-with-parent does not hold for the
+// sandbox's init (its parent-death signal does not survive the switch to
+// the sandbox uid), so without it a killed plugin left its services
+// running until the next plugin process cleared them.
+func serviceArgs(cfg Config, m serviceMounts, argv []string) []string {
+	a := baseArgs(cfg, m.hosts)
+	a = append(a, "--bind", m.workspace, WorkspacePath, "--bind", m.state, StatePath)
+	for _, p := range m.readOnly {
+		a = append(a, "--ro-bind", p, p)
+	}
+	a = append(a, "--info-fd", "3", "--block-fd", "4")
+	a = finishArgs(a, m.rel, nil)
+	// finishArgs ends with sh -c 'exec "$@"' sh: swap in the watcher.
+	a[len(a)-2] = serviceLauncher
+	return append(a, argv...)
+}
+
+// serviceLauncher starts the plugin watcher (see serviceArgs) and becomes
+// the service, which does not inherit fd 5. kill -1 from inside reaches
+// every process of the sandbox's pid namespace but its init, which exits
+// when the service does.
+const serviceLauncher = `(read -r _ <&5; kill -s KILL -- -1) & exec "$@" 5<&-`

@@ -59,6 +59,8 @@ type box struct {
 	ws     *owned.FS
 	groups *dirfs.Groups
 	fwd    *forwarder
+	// services is nil under the none policy: nothing could reach them.
+	services *dirfs.Services
 }
 
 func (p *Provider) newBox(cfg Config, info sandbox.Info) (*box, error) {
@@ -73,8 +75,15 @@ func (p *Provider) newBox(cfg Config, info sandbox.Info) (*box, error) {
 	// A command's processes all live in its pid namespace, whose init is
 	// in the command's group: once no group runs, nothing of it does, and
 	// snapshots may skip the walk (dirfs.Quiet).
-	fsys, err := dirfs.New(filepath.Join(b.dir, workspaceDir), p.sandboxed(cfg, b.dir, exec), dirfs.MaxFileBytes(cfg.MaxFileBytes),
-		dirfs.StampDir(b.dir), dirfs.Quiet(func() bool { return b.groups.Running() == 0 }))
+	wsDir := filepath.Join(b.dir, workspaceDir)
+	opts := []dirfs.Option{dirfs.MaxFileBytes(cfg.MaxFileBytes), dirfs.StampDir(b.dir),
+		dirfs.Quiet(func() bool { return b.groups.Running() == 0 && !b.servicesRunning() })}
+	if cfg.Network != NetworkNone {
+		// Services keep their state beside the working copy, never in it.
+		b.services = dirfs.NewServices(wsDir, filepath.Join(b.dir, servicesDir), p.wrapService(cfg, b))
+		opts = append(opts, dirfs.WithServices(b.services))
+	}
+	fsys, err := dirfs.New(wsDir, p.sandboxed(cfg, b.dir, exec), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +91,9 @@ func (p *Provider) newBox(cfg Config, info sandbox.Info) (*box, error) {
 	b.fwd = newForwarder(p.log, b.dir)
 	return b, nil
 }
+
+// servicesRunning reports whether a service of the box runs.
+func (b *box) servicesRunning() bool { return b.services != nil && b.services.Running() > 0 }
 
 // sandboxed wraps the shared local exec machinery (session and process
 // group, timeout, cancel, output cap, streaming, Stop's kill) around the
@@ -318,7 +330,12 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 		p.mu.Unlock()
 	}()
 	if b != nil {
-		// Commands first: their sockets close, and the relays end.
+		// Services first, gently (SIGTERM, then SIGKILL): an agent server
+		// may want to finish writing its state. Then commands: their
+		// sockets close, and the relays end.
+		if b.services != nil {
+			b.services.Close(workspace.DefaultServiceStopGrace)
+		}
 		b.groups.Close()
 		b.fwd.close()
 	}

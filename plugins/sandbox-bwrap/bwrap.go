@@ -87,6 +87,10 @@ type Config struct {
 	Network string `json:"network"`
 	// MemoryBytes is RLIMIT_AS of every process (DefaultMemoryBytes).
 	MemoryBytes int64 `json:"memory_bytes"`
+	// ServiceMemoryBytes is RLIMIT_DATA of every process of a service
+	// (DefaultServiceMemoryBytes): services get no RLIMIT_AS, which a Bun
+	// server's address-space reservations exceed at once.
+	ServiceMemoryBytes int64 `json:"service_memory_bytes"`
 	// MaxProcesses is RLIMIT_NPROC of the sandbox uid (DefaultMaxProcesses).
 	MaxProcesses int64 `json:"max_processes"`
 	// TmpBytes is the size of the private /tmp (DefaultTmpBytes).
@@ -124,7 +128,7 @@ func withDefaults(c Config, network string) (Config, error) {
 		v   *int64
 		def int64
 	}{
-		{&c.MaxFileBytes, DefaultMaxFileBytes}, {&c.MemoryBytes, DefaultMemoryBytes},
+		{&c.MaxFileBytes, DefaultMaxFileBytes}, {&c.MemoryBytes, DefaultMemoryBytes}, {&c.ServiceMemoryBytes, DefaultServiceMemoryBytes},
 		{&c.MaxProcesses, DefaultMaxProcesses}, {&c.TmpBytes, DefaultTmpBytes},
 		{&c.ExecCPUS, dirfs.DefaultCPUSeconds}, {&c.ExecFileSizeBytes, dirfs.DefaultFileSizeLimit},
 	}
@@ -153,7 +157,7 @@ func checkConfig(c Config) error {
 	for field, v := range map[string]int64{
 		"exec_timeout_s": int64(c.ExecTimeoutS), "output_limit_bytes": c.OutputLimitBytes,
 		"max_file_bytes": c.MaxFileBytes, "exec_cpu_s": c.ExecCPUS, "exec_file_size_bytes": c.ExecFileSizeBytes,
-		"memory_bytes": c.MemoryBytes, "max_processes": c.MaxProcesses, "tmp_bytes": c.TmpBytes,
+		"memory_bytes": c.MemoryBytes, "service_memory_bytes": c.ServiceMemoryBytes, "max_processes": c.MaxProcesses, "tmp_bytes": c.TmpBytes,
 		"uid": int64(c.UID), "gid": int64(c.GID),
 	} {
 		if v < 0 {
@@ -244,9 +248,9 @@ func (p *Provider) Info() plugin.Info {
 	features := []string{plugin.FeatureExec}
 	switch p.opts.Network {
 	case NetworkLoopback:
-		features = append(features, plugin.FeatureLoopback)
+		features = append(features, plugin.FeatureLoopback, plugin.FeatureServices)
 	case NetworkHost:
-		features = append(features, plugin.FeatureLoopback, plugin.FeatureNetwork)
+		features = append(features, plugin.FeatureLoopback, plugin.FeatureNetwork, plugin.FeatureServices)
 	}
 	return plugin.Info{
 		Name: p.opts.Name, Kind: plugin.KindSandbox, Version: "0.1.0", APIVersion: plugin.APIVersion,

@@ -336,13 +336,13 @@ func TestConfigure(t *testing.T) {
 	p, err := NewWithLogger(Options{Helper: "/bin/false", Network: NetworkHost}, hclog.NewNullLogger())
 	require.NoError(t, err)
 	require.NoError(t, p.Configure(ctx, json.RawMessage(`{"network":"host","root":"`+dir+`/r"}`)))
-	assert.Equal(t, "exec,loopback,network", p.Info().Capabilities[plugin.CapabilityProvides])
+	assert.Equal(t, "exec,loopback,network,services", p.Info().Capabilities[plugin.CapabilityProvides])
 	h := p.Health(ctx)
 	assert.False(t, h.Healthy, "the helper /bin/false cannot start a sandbox")
 	assert.Contains(t, h.Reason, "cannot start a sandbox")
 	_, err = NewWithLogger(Options{Network: "wide"}, hclog.NewNullLogger())
 	assert.Error(t, err)
-	for network, want := range map[string]string{NetworkNone: "exec", NetworkLoopback: "exec,loopback"} {
+	for network, want := range map[string]string{NetworkNone: "exec", NetworkLoopback: "exec,loopback,services"} {
 		p, err := NewWithLogger(Options{Helper: "/bin/false", Network: network}, hclog.NewNullLogger())
 		require.NoError(t, err)
 		assert.Equal(t, want, p.Info().Capabilities[plugin.CapabilityProvides])

@@ -29,11 +29,14 @@ type helperPlan struct {
 	// pidFile, when not "-", receives the helper's execRecord (its pid is
 	// bwrap's after exec) so the plugin can find the command's namespaces
 	// and a relaunched plugin its session.
-	pidFile                           string
-	uid, gid                          int // -1: keep the plugin's
-	cpuS, fileSize, memory, processes uint64
-	bwrap                             string
-	args                              []string
+	pidFile  string
+	uid, gid int // -1: keep the plugin's
+	// RLIMIT_CPU, _FSIZE, _AS, _DATA and _NPROC; 0 leaves cpuS, memory
+	// and data unlimited (a service runs for hours, and Bun reserves far
+	// more address space than it uses).
+	cpuS, fileSize, memory, data, processes uint64
+	bwrap                                   string
+	args                                    []string
 }
 
 func (p helperPlan) argv(self string) []string {
@@ -42,11 +45,11 @@ func (p helperPlan) argv(self string) []string {
 		p.pidFile = "-"
 	}
 	out := []string{self, HelperArg, p.pidFile, strconv.Itoa(p.uid), strconv.Itoa(p.gid),
-		u(p.cpuS), u(p.fileSize), u(p.memory), u(p.processes), p.bwrap}
+		u(p.cpuS), u(p.fileSize), u(p.memory), u(p.data), u(p.processes), p.bwrap}
 	return append(out, p.args...)
 }
 
-const helperFixed = 10 // argv entries before bwrap's own arguments
+const helperFixed = 11 // argv entries before bwrap's own arguments
 
 func parsePlan(argv []string) (helperPlan, error) {
 	if len(argv) < helperFixed || argv[1] != HelperArg {
@@ -60,13 +63,13 @@ func parsePlan(argv []string) (helperPlan, error) {
 			return p, fmt.Errorf("helper: %w", err)
 		}
 	}
-	uints := []*uint64{&p.cpuS, &p.fileSize, &p.memory, &p.processes}
+	uints := []*uint64{&p.cpuS, &p.fileSize, &p.memory, &p.data, &p.processes}
 	for i, dst := range uints {
 		if *dst, err = strconv.ParseUint(argv[5+i], 10, 64); err != nil {
 			return p, fmt.Errorf("helper: %w", err)
 		}
 	}
-	p.bwrap, p.args = argv[9], argv[helperFixed:]
+	p.bwrap, p.args = argv[helperFixed-1], argv[helperFixed:]
 	return p, nil
 }
 
@@ -129,11 +132,11 @@ func runHelper(argv []string) error {
 			return fmt.Errorf("the plugin exited while the command started")
 		}
 	}
-	limits := []struct {
+	type rlimit struct {
 		res int
 		v   uint64
-	}{
-		{unix.RLIMIT_CPU, p.cpuS},
+	}
+	limits := []rlimit{
 		{unix.RLIMIT_FSIZE, p.fileSize},
 		// RLIMIT_NPROC counts every process of the real uid, which is why
 		// the sandbox runs under a uid of its own.
@@ -141,6 +144,15 @@ func runHelper(argv []string) error {
 		// No core files: they would land in the workspace, past FSIZE's
 		// intent, and could hold secrets of the command.
 		{unix.RLIMIT_CORE, 0},
+	}
+	if p.cpuS > 0 {
+		limits = append(limits, rlimit{unix.RLIMIT_CPU, p.cpuS})
+	}
+	if p.data > 0 {
+		// Private writable memory: what a process really allocates. Unlike
+		// RLIMIT_AS it does not count Bun's (JavaScriptCore's) huge
+		// PROT_NONE reservations, so it bounds an agent server.
+		limits = append(limits, rlimit{unix.RLIMIT_DATA, p.data})
 	}
 	for _, l := range limits {
 		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: l.v, Max: l.v}); err != nil {

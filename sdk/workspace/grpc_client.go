@@ -164,6 +164,7 @@ func (c *client) Exec(ctx context.Context, req ExecRequest) (ExecResult, error) 
 func (c *client) StartService(ctx context.Context, spec ServiceSpec) (ServiceInfo, error) {
 	p, err := c.c.StartService(ctx, &workspacev1.StartServiceRequest{
 		WorkspaceId: c.id, Name: spec.Name, Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir, ReadOnlyPaths: spec.ReadOnlyPaths,
+		Connect: spec.Connect,
 	})
 	if err != nil {
 		return ServiceInfo{}, rpcerr.FromStatus(err)

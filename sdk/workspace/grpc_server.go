@@ -259,6 +259,7 @@ func (s *server) StartService(ctx context.Context, req *workspacev1.StartService
 	}
 	si, err := svc.StartService(ctx, ServiceSpec{
 		Name: req.GetName(), Argv: req.GetArgv(), Env: req.GetEnv(), Dir: req.GetDir(), ReadOnlyPaths: req.GetReadOnlyPaths(),
+		Connect: req.GetConnect(),
 	})
 	if err != nil {
 		return nil, rpcerr.ToStatus(err)

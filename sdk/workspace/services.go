@@ -36,6 +36,14 @@ type ServiceSpec struct {
 	// or run (the folder of its binary, say); isolating backends bind them
 	// read-only, others ignore them.
 	ReadOnlyPaths []string
+	// Connect lists the host:port addresses the service connects to (its
+	// model server, a callback endpoint of the plugin that started it).
+	// A backend whose services have a network of their own (bwrap's
+	// loopback policy) makes exactly these reachable from inside, under
+	// the same host name and port, and nothing else; backends that share
+	// the machine's network ignore it. A host is a loopback IP or a name
+	// (resolved outside the sandbox, when connected to).
+	Connect []string
 }
 
 // ServiceInfo describes a service.

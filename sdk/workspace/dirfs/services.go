@@ -36,11 +36,38 @@ type ServiceCommand struct {
 	// StateDir is the host path of the service's private folder.
 	StateDir      string
 	ReadOnlyPaths []string
+	// Connect is the spec's (workspace.ServiceSpec.Connect).
+	Connect []string
+	// Port is what {port} became (0: the spec has none).
+	Port int
 }
 
-// WrapFunc lets an isolating backend wrap a service's command (bwrap ...)
-// before it starts; it returns the argv and environment to run on the host.
-type WrapFunc func(cmd ServiceCommand) (argv, env []string, err error)
+// WrappedService is a service's command as an isolating backend runs it.
+type WrappedService struct {
+	// Argv and Env are what runs on the host (bwrap ...).
+	Argv, Env []string
+	// ExtraFiles become the process's fds 3, 4, ...; Services closes its
+	// copies once the process started (or failed to).
+	ExtraFiles []*os.File
+	// Ready, when set, runs once the process started and before
+	// StartService answers, with its pid: the backend finishes setting up
+	// the sandbox (its network, say) and releases it. A non-empty address
+	// replaces 127.0.0.1:{port} as where plugins reach the service; an
+	// error kills the service and fails the start.
+	Ready func(pid int) (address string, err error)
+	// Ended, when set, runs once after the service ended or failed to
+	// start: the backend releases what it set up for it.
+	Ended func()
+	// SpareLeader sends the polite stop signal (SIGTERM) to every process
+	// of the service's session but its leader: a wrapper (bwrap) that would
+	// die of it and kill the service before it could leave cleanly. The
+	// leader still gets the SIGKILL after the grace.
+	SpareLeader bool
+}
+
+// WrapFunc lets an isolating backend wrap a service's command before it
+// starts.
+type WrapFunc func(cmd ServiceCommand) (WrappedService, error)
 
 // Services runs the long-lived processes of one workspace
 // (workspace.Services): each in its own session and process group, without
@@ -65,6 +92,9 @@ type service struct {
 	pgid int
 	tail *tailBuffer
 	done chan struct{}
+	// spareLeader: see WrappedService.SpareLeader.
+	spareLeader bool
+	ended       func()
 }
 
 // ServicesOption adjusts NewServices.
@@ -146,7 +176,7 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 		port = p
 	}
 	fill := strings.NewReplacer(workspace.PlaceholderPort, strconv.Itoa(port), workspace.PlaceholderState, state)
-	cmd := ServiceCommand{Dir: dir, StateDir: state, ReadOnlyPaths: spec.ReadOnlyPaths}
+	cmd := ServiceCommand{Dir: dir, StateDir: state, ReadOnlyPaths: spec.ReadOnlyPaths, Connect: spec.Connect, Port: port}
 	for _, a := range spec.Argv {
 		cmd.Argv = append(cmd.Argv, fill.Replace(a))
 	}
@@ -154,15 +184,24 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 	for _, e := range spec.Env {
 		cmd.Env = append(cmd.Env, fill.Replace(e))
 	}
-	argv, env := cmd.Argv, cmd.Env
+	wrapped := WrappedService{Argv: cmd.Argv, Env: cmd.Env}
 	if s.wrap != nil {
 		var err error
-		if argv, env, err = s.wrap(cmd); err != nil {
+		if wrapped, err = s.wrap(cmd); err != nil {
 			return workspace.ServiceInfo{}, err
 		}
 	}
+	// Once the process started, its copies of ExtraFiles are its own.
+	defer closeFiles(wrapped.ExtraFiles)
+	release := func() {
+		if wrapped.Ended != nil {
+			wrapped.Ended()
+		}
+	}
+	argv, env := wrapped.Argv, wrapped.Env
 	path, err := lookPath(argv[0], envValue(env, "PATH"))
 	if err != nil {
+		release()
 		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeNotFound, "argv", "service %s: %s: command not found", spec.Name, argv[0])
 	}
 	tail := &tailBuffer{max: serviceTailBytes}
@@ -177,22 +216,37 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 		// group kills of StopService and the records are unchanged.
 		SysProcAttr: withDeathSignal(&syscall.SysProcAttr{Setsid: true, Credential: s.runAs}),
 		// Children left holding the output pipes must not hold Wait.
-		WaitDelay: time.Second,
+		WaitDelay:  time.Second,
+		ExtraFiles: wrapped.ExtraFiles,
 	}
 	if err := c.Start(); err != nil {
+		release()
 		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeUnavailable, "argv", "service %s: start %s: %v", spec.Name, argv[0], err)
 	}
 	pid := c.Process.Pid
+	closeFiles(wrapped.ExtraFiles)
+	wrapped.ExtraFiles = nil
+	address := ""
+	if wrapped.Ready != nil {
+		if address, err = wrapped.Ready(pid); err != nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = c.Wait()
+			release()
+			return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeUnavailable, "argv", "service %s: set up: %v: %s", spec.Name, err, strings.TrimSpace(string(tail.bytes())))
+		}
+	}
 	if s.record != "" {
 		// Best effort, as for Groups: it only serves clean-up after a crash.
 		start, _ := procStart(pid)
 		_ = writeRecord(s.record, pid, start)
 	}
 	setRlimit(pid, unix.RLIMIT_FSIZE, s.fileSize)
-	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), info: workspace.ServiceInfo{
-		Name: spec.Name, Running: true, Port: port, StartedAt: time.Now(),
-	}}
-	if port != 0 {
+	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), spareLeader: wrapped.SpareLeader, ended: wrapped.Ended,
+		info: workspace.ServiceInfo{Name: spec.Name, Running: true, Port: port, StartedAt: time.Now()}}
+	switch {
+	case address != "":
+		svc.info.Address = address
+	case port != 0:
 		svc.info.Address = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	s.services[spec.Name] = svc
@@ -215,6 +269,9 @@ func (s *Services) watch(svc *service, c *exec.Cmd) {
 		svc.info.ExitCode = -1
 	}
 	s.mu.Unlock()
+	if svc.ended != nil {
+		svc.ended()
+	}
 	close(svc.done)
 }
 
@@ -256,6 +313,20 @@ func (s *Services) StopService(ctx context.Context, name string, grace time.Dura
 	return err
 }
 
+// Running counts the services running now (for Quiet: a running service
+// may be writing to the workspace).
+func (s *Services) Running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, svc := range s.services {
+		if svc.info.Running {
+			n++
+		}
+	}
+	return n
+}
+
 // forget removes a stopped service's record: its group has been killed.
 func (s *Services) forget(svc *service) {
 	if s.record != "" {
@@ -276,7 +347,11 @@ func stopService(ctx context.Context, svc *service, grace time.Duration) error {
 		return nil
 	default:
 	}
-	_ = syscall.Kill(-svc.pgid, syscall.SIGTERM)
+	if svc.spareLeader {
+		signalSessionButLeader(svc.pgid, syscall.SIGTERM)
+	} else {
+		_ = syscall.Kill(-svc.pgid, syscall.SIGTERM)
+	}
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
@@ -359,4 +434,10 @@ func (t *tailBuffer) bytes() []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]byte(nil), t.buf...)
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
 }

@@ -69,3 +69,7 @@ func touchNow(name string) error {
 	ts := []unix.Timespec{{Nsec: -2}, {Nsec: -1}}
 	return unix.UtimesNanoAt(unix.AT_FDCWD, name, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
+
+// signalSessionButLeader cannot list a session without /proc: the whole
+// group gets sig.
+func signalSessionButLeader(sid int, sig syscall.Signal) { _ = syscall.Kill(-sid, sig) }

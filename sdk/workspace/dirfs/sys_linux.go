@@ -120,3 +120,21 @@ func touchNow(name string) error {
 	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_NOW}}
 	return unix.UtimesNanoAt(unix.AT_FDCWD, name, ts, unix.AT_SYMLINK_NOFOLLOW)
 }
+
+// signalSessionButLeader sends sig to every live process of session sid
+// but its leader (see WrappedService.SpareLeader).
+func signalSessionButLeader(sid int, sig syscall.Signal) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == sid {
+			continue
+		}
+		if st, ok := procStat(pid); ok && st.sid == sid {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+}

@@ -1046,6 +1046,10 @@ type StartServiceRequest struct {
 	Dir  string   `protobuf:"bytes,5,opt,name=dir,proto3" json:"dir,omitempty"`
 	// Absolute paths of the machine the service must read or run.
 	ReadOnlyPaths []string `protobuf:"bytes,6,rep,name=read_only_paths,json=readOnlyPaths,proto3" json:"read_only_paths,omitempty"`
+	// host:port addresses the service connects to (its model server, a
+	// callback of the plugin). A sandbox with a network of its own makes
+	// exactly these reachable from inside, at the same name and port.
+	Connect       []string `protobuf:"bytes,7,rep,name=connect,proto3" json:"connect,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1118,6 +1122,13 @@ func (x *StartServiceRequest) GetDir() string {
 func (x *StartServiceRequest) GetReadOnlyPaths() []string {
 	if x != nil {
 		return x.ReadOnlyPaths
+	}
+	return nil
+}
+
+func (x *StartServiceRequest) GetConnect() []string {
+	if x != nil {
+		return x.Connect
 	}
 	return nil
 }
@@ -1465,14 +1476,15 @@ const file_agenthost_workspace_v1_workspace_proto_rawDesc = "" +
 	"\x06stdout\x18\x01 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x02 \x01(\fH\x00R\x06stderr\x126\n" +
 	"\x04exit\x18\x03 \x01(\v2 .agenthost.workspace.v1.ExecExitH\x00R\x04exitB\a\n" +
-	"\x05event\"\xac\x01\n" +
+	"\x05event\"\xc6\x01\n" +
 	"\x13StartServiceRequest\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
 	"\x04argv\x18\x03 \x03(\tR\x04argv\x12\x10\n" +
 	"\x03env\x18\x04 \x03(\tR\x03env\x12\x10\n" +
 	"\x03dir\x18\x05 \x01(\tR\x03dir\x12&\n" +
-	"\x0fread_only_paths\x18\x06 \x03(\tR\rreadOnlyPaths\"M\n" +
+	"\x0fread_only_paths\x18\x06 \x03(\tR\rreadOnlyPaths\x12\x18\n" +
+	"\aconnect\x18\a \x03(\tR\aconnect\"M\n" +
 	"\x14ServiceStatusRequest\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"f\n" +
