@@ -105,8 +105,8 @@ func TestServiceIsolation(t *testing.T) {
 	_, err := ws.WriteFile(ctx, "probe.sh", []byte(script), 0)
 	require.NoError(t, err)
 	info, err := svc.StartService(ctx, workspace.ServiceSpec{
-		Name: "web",
-		Argv: []string{"sh", "-c", "sh probe.sh > probe.out 2>&1; exec python3 -m http.server -d www -b 127.0.0.1 {port}"},
+		Name:    "web",
+		Argv:    []string{"sh", "-c", "sh probe.sh > probe.out 2>&1; exec python3 -m http.server -d www -b 127.0.0.1 {port}"},
 		Connect: []string{"127.0.0.1:" + allowed, "localhost:" + named},
 	})
 	require.NoError(t, err)
