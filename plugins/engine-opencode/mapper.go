@@ -50,9 +50,16 @@ type mapper struct {
 	// held are parts of messages whose role is not known yet.
 	held map[string][]part
 
-	busy    bool
-	idle    bool
-	sessErr *sessionError
+	busy bool
+	// since is when this run's prompt was sent (Unix ms); prompted turns
+	// true with the first user message created since. Only an idle after
+	// it ends the run: a reused session may still announce a busy/idle
+	// pair of its previous run (an abort's second idle, a late title or
+	// summary), and taking that for this run's end returned no answer.
+	since    int64
+	prompted bool
+	idle     bool
+	sessErr  *sessionError
 	// retries counts OpenCode's retries of failing model requests in the
 	// run; lastRetry is the last one's message. retrying is true from a
 	// retry until the model's answer streams again.
@@ -107,6 +114,7 @@ type (
 			ID   string `json:"id"`
 			Role string `json:"role"`
 			Time struct {
+				Created   int64 `json:"created"`
 				Completed int64 `json:"completed"`
 			} `json:"time"`
 		} `json:"info"`
@@ -190,7 +198,7 @@ func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
 			return []engine.Event{engine.Status("model_retry", fmt.Sprintf("the model provider failed; OpenCode retries (attempt %d): %s", p.Status.Attempt, p.Status.Message))}, nil
 		}
 	case "session.idle":
-		if m.ours(ev.Properties) && m.busy {
+		if m.ours(ev.Properties) && m.busy && m.prompted {
 			m.idle = true
 		}
 	case "session.error":
@@ -208,6 +216,9 @@ func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
 			return nil, nil
 		}
 		role := p.Info.Role
+		if role == "user" && p.Info.Time.Created >= m.since {
+			m.prompted = true
+		}
 		if role == "assistant" && p.Info.Time.Completed != 0 {
 			// First seen already finished: a message of an earlier run
 			// (an aborted one's last words arrive after its idle).

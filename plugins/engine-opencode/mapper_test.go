@@ -272,3 +272,24 @@ func TestMapperCountsRetries(t *testing.T) {
 	assert.Equal(t, 3, m.retries, "the budget is the run's, not the request's")
 	assert.True(t, m.retrying)
 }
+
+// A reused session may announce a busy/idle pair of its previous run
+// after this run subscribed (an aborted run's second idle, a late
+// summary of an old user message): only an idle after this prompt's own
+// user message ends the run.
+func TestMapperIgnoresIdleBeforeItsPrompt(t *testing.T) {
+	m := newMapper(ses, nil)
+	m.since = 5000
+	userAt := func(id string, created int64) event {
+		return ev("message.updated", map[string]any{"sessionID": ses, "info": map[string]any{
+			"id": id, "role": "user", "sessionID": ses, "time": map[string]any{"created": created}}})
+	}
+	busy := ev("session.status", map[string]any{"sessionID": ses, "status": map[string]any{"type": "busy"}})
+	idle := ev("session.idle", map[string]any{"sessionID": ses})
+	feedAll(m, userAt("msg_old", 4000), busy, idle)
+	assert.False(t, m.idle, "the previous run's idle ended this run")
+	out, _ := feedAll(m, userAt("msg_new", 5001), busy, msg("msg_a", "assistant", 0),
+		prt(map[string]any{"id": "prt_x", "messageID": "msg_a", "type": "text", "text": "answer"}), idle)
+	assert.True(t, m.idle)
+	assert.Equal(t, "delta:answer", kinds(out))
+}
