@@ -10,7 +10,8 @@ plugin "local" {
   # -name: the host requires the binary's name to equal this block's label.
   # -network: none | loopback | host. The host reads the plugin's features
   # before its config block, so the policy is a flag. The OpenCode engine
-  # needs loopback (or host, if its model server is not on this machine).
+  # needs loopback (its server then reaches only its model server and the
+  # tool bridge, by name or loopback address) or host.
   args = ["-name=local", "-network=none"]
   # config {
   #   root                 = "/srv/agenthost/sandboxes" # default: $AGENTHOST_DATA_DIR/sandboxes/bwrap; every parent needs o+x
@@ -19,7 +20,8 @@ plugin "local" {
   #   max_file_bytes       = 67108864    # largest file create/write/read takes
   #   exec_cpu_s           = 600         # RLIMIT_CPU
   #   exec_file_size_bytes = 1073741824  # RLIMIT_FSIZE
-  #   memory_bytes         = 4294967296  # RLIMIT_AS per process
+  #   memory_bytes         = 4294967296  # RLIMIT_AS per process of a command
+  #   service_memory_bytes = 4294967296  # RLIMIT_DATA per process of a service (opencode serve)
   #   max_processes        = 512         # RLIMIT_NPROC of the sandbox uid
   #   tmp_bytes            = 268435456   # size of the private /tmp (memory)
   #   bwrap_path           = "/usr/bin/bwrap"

@@ -35,15 +35,17 @@ func startOpenCodeEnv(t testing.TB, srv *fakellm.Server, model, opencodePath str
 // startOpenCodeEnvHost is startOpenCodeEnv with host config changes.
 func startOpenCodeEnvHost(t testing.TB, srv *fakellm.Server, model, opencodePath string, mod func(*config.Host), extraConfig ...string) (*env, string) {
 	t.Helper()
-	if os.Getenv(testenv.SandboxEnv) == "bwrap" {
-		t.Skip("the bwrap sandbox runs no services yet, so the OpenCode engine cannot run on it (TestOpenCodeOnBwrapIsRefused checks the refusal)")
-	}
 	if opencodePath == "" {
 		opencodePath = testenv.OpenCodeBinary(t)
 	}
 	t.Setenv(opencodeKeyEnv, "sk-opencode-test")
 	t.Setenv(config.KeyEndpointsEnv, opencodeKeyEnv+"="+srv.BaseURL())
 	dir := testenv.PluginConfigDir(t, "local", "contract")
+	if os.Getenv(testenv.SandboxEnv) == "bwrap" {
+		// The OpenCode server is a service: it needs the loopback policy
+		// (its own network, reaching only the model and the tool bridge).
+		testenv.BwrapSandboxConfig(t, dir, "local", "loopback")
+	}
 	hcl := fmt.Sprintf(`plugin "opencode" {
   kind    = "engine"
   command = %q
@@ -490,11 +492,12 @@ func TestOpenCodeContractToolArguments(t *testing.T) {
 	assert.Contains(t, last, "call_a3")
 }
 
-// TestOpenCodeOnBwrapIsRefused: the bwrap sandbox runs no services, so a
-// run on it is refused up front with the seed's unsupported-runtime code.
+// TestOpenCodeOnBwrapIsRefused: the bwrap sandbox under the none policy
+// runs no services (nothing could reach them), so a run on it is refused
+// up front with the seed's unsupported-runtime code.
 func TestOpenCodeOnBwrapIsRefused(t *testing.T) {
 	dir := testenv.PluginConfigDir(t, "contract")
-	testenv.BwrapSandboxConfig(t, dir, "local", "host")
+	testenv.BwrapSandboxConfig(t, dir, "local", "none")
 	// Never started: any executable will do as the binary.
 	fakeBin := filepath.Join(t.TempDir(), "opencode")
 	require.NoError(t, os.WriteFile(fakeBin, []byte("#!/bin/sh\nexit 1\n"), 0o755))

@@ -49,6 +49,12 @@ type Config struct {
 	// RetryDeadlineS bounds the time from the first retry to giving up,
 	// whatever the count: OpenCode's back-off doubles (2, 4, 8, ... s).
 	RetryDeadlineS int `json:"retry_deadline_s"`
+	// Connect lists host:port addresses the server may reach besides its
+	// model server and the tool bridge (a proxy, a provider's second
+	// host), when the sandbox gives services a network of their own
+	// (bwrap's loopback policy); sandboxes sharing the host's network
+	// ignore it.
+	Connect []string `json:"connect"`
 	// FailOnUnrecoveredEdit fails a run whose edit failed with no later
 	// successful edit; unset, APPS_CODING_AGENT_OPENCODE_FAIL_ON_UNRECOVERED_APPLY_PATCH
 	// decides (default on).

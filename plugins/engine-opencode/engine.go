@@ -158,7 +158,11 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 	if err := e.bridge.start(); err != nil {
 		return engine.Failed(CodeStartFailed, "tool bridge: "+err.Error()), nil
 	}
-	srv, err := e.ensureServer(ctx, cfg, svc, config, e.bridge.env())
+	connect, err := connectList(cfg, req.Model, providerID, e.bridge.url)
+	if err != nil {
+		return engine.Failed(CodeModelUnavailable, err.Error()), nil
+	}
+	srv, err := e.ensureServer(ctx, cfg, svc, config, e.bridge.env(), connect)
 	if err != nil {
 		if ctx.Err() != nil {
 			return engine.Cancelled(), nil
@@ -220,6 +224,7 @@ func (r *run) do(ctx context.Context) (engine.Result, error) {
 		// The question tool would wait for an answer nobody can give.
 		Tools: map[string]bool{"question": false},
 	}
+	r.m.since = time.Now().UnixMilli()
 	if err := c.promptAsync(ctx, r.session, body); err != nil {
 		return r.apiFailure(ctx, "send the prompt", err), nil
 	}

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,8 +109,8 @@ func (e *startError) Error() string { return e.msg }
 
 // ensureServer answers the sandbox's running server when this process
 // started it with the same config, and starts one otherwise.
-func (e *Engine) ensureServer(ctx context.Context, cfg Config, svc workspace.Services, config []byte, extraEnv []string) (*server, error) {
-	sum := sha256.Sum256(append(append([]byte{}, config...), strings.Join(extraEnv, "\n")...))
+func (e *Engine) ensureServer(ctx context.Context, cfg Config, svc workspace.Services, config []byte, extraEnv, connect []string) (*server, error) {
+	sum := sha256.Sum256(append(append([]byte{}, config...), strings.Join(append(append([]string{}, extraEnv...), connect...), "\n")...))
 	hash := hex.EncodeToString(sum[:])
 	password := newSecret()
 	// The sandbox binds the binary's real folder (make links it).
@@ -132,6 +134,7 @@ func (e *Engine) ensureServer(ctx context.Context, cfg Config, svc workspace.Ser
 			"OPENCODE_SERVER_PASSWORD=" + password,
 		}, extraEnv...),
 		ReadOnlyPaths: []string{filepath.Dir(bin)},
+		Connect:       connect,
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		info, err := svc.StartService(ctx, spec)
@@ -228,4 +231,48 @@ func startFailure(err error) engine.Result {
 		res.ErrorCode = CodeUnsupportedSandbox
 	}
 	return res
+}
+
+// providerHosts are the API servers of OpenCode's own providers, for a
+// model with no base URL: what its server must reach.
+var providerHosts = map[string]string{
+	"openai": "api.openai.com:443", "anthropic": "api.anthropic.com:443",
+	"openrouter": "openrouter.ai:443", "google": "generativelanguage.googleapis.com:443",
+	"mistral": "api.mistral.ai:443", "groq": "api.groq.com:443", "deepseek": "api.deepseek.com:443",
+	"xai": "api.x.ai:443",
+}
+
+// connectList is what the server connects to (workspace.ServiceSpec.Connect):
+// the model's server, the tool bridge and the configured extras.
+func connectList(cfg Config, m engine.Model, providerID, bridgeURL string) ([]string, error) {
+	var out []string
+	add := func(raw string) error {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("%q is not a URL with a host", raw)
+		}
+		port := u.Port()
+		if port == "" {
+			port = "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+		}
+		out = append(out, net.JoinHostPort(u.Hostname(), port))
+		return nil
+	}
+	switch {
+	case m.BaseURL != "":
+		if err := add(m.BaseURL); err != nil {
+			return nil, fmt.Errorf("model %q base URL: %w", m.ID, err)
+		}
+	case providerHosts[providerID] != "":
+		out = append(out, providerHosts[providerID])
+	}
+	if bridgeURL != "" {
+		if err := add(bridgeURL); err != nil {
+			return nil, err
+		}
+	}
+	return append(out, cfg.Connect...), nil
 }

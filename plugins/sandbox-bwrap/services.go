@@ -148,9 +148,7 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 					}
 					listeners = append(listeners, l)
 					target := r.target
-					if err := b.fwd.relayFrom(l, func() (net.Conn, error) {
-						return net.DialTimeout("tcp", target, connectTimeout)
-					}); err != nil {
+					if err := b.fwd.relayFrom(l, func() (net.Conn, error) { return dialOut(target) }); err != nil {
 						return "", err
 					}
 				}
@@ -182,6 +180,7 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 			Ready: ready, Ended: ended,
 			// bwrap dies of SIGTERM and would take the service with it.
 			SpareLeader: true,
+			SignalExit:  true,
 		}, nil
 	}
 }
@@ -201,6 +200,12 @@ func newPipes(n int) ([][2]*os.File, error) {
 		out = append(out, [2]*os.File{r, w})
 	}
 	return out, nil
+}
+
+// dialOut connects to a Connect target for a service, from the plugin's
+// network (a variable so tests can stand in for DNS).
+var dialOut = func(target string) (net.Conn, error) {
+	return net.DialTimeout("tcp", target, connectTimeout)
 }
 
 // readChildPid reads bwrap's --info-fd report: the pid of the sandbox's
@@ -247,11 +252,19 @@ func parseConnect(list []string) ([]route, error) {
 		}
 		seen[strings.ToLower(a)] = true
 		r := route{host: host, target: a}
-		if ip := net.ParseIP(host); ip != nil {
+		ip := net.ParseIP(host)
+		if strings.EqualFold(host, "localhost") {
+			// Resolved without /etc/hosts by some runtimes: keep its address.
+			ip = net.IPv4(127, 0, 0, 1)
+			r.inside = net.JoinHostPort("127.0.0.1", port)
+		}
+		if ip != nil {
 			if !ip.IsLoopback() {
 				return nil, plugin.Errorf(plugin.CodeInvalidArgument, "connect", "connect address %q: an IP must be a loopback one; name a remote server by its host name", a)
 			}
-			r.inside = a
+			if r.inside == "" {
+				r.inside = a
+			}
 		} else {
 			if strings.ContainsAny(host, " \t\n#") {
 				return nil, plugin.Errorf(plugin.CodeInvalidArgument, "connect", "connect address %q has a malformed host name", a)

@@ -17,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/workspace"
+	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -216,4 +217,39 @@ func TestServiceDiesWithPlugin(t *testing.T) {
 	require.NoError(t, proc.Kill())
 	assert.Eventually(t, func() bool { return markerGone("sleep\x00" + marker) }, 30*time.Second, 20*time.Millisecond,
 		"a service outlived its plugin")
+}
+
+// TestServiceReachesNamedHost: a Connect entry naming a host (a remote
+// model server, say) is reached under its name from inside: the service's
+// /etc/hosts gives the name an alias address, and the plugin connects to
+// the name from outside. DNS is stood in for in the plugin (in-process
+// here), the one fake at the edge.
+func TestServiceReachesNamedHost(t *testing.T) {
+	port, hits := countingListener(t)
+	orig := dialOut
+	dialOut = func(target string) (net.Conn, error) {
+		host, p, err := net.SplitHostPort(target)
+		if err != nil || host != "api.model.test" {
+			return nil, fmt.Errorf("unexpected target %q", target)
+		}
+		return net.Dial("tcp", "127.0.0.1:"+p)
+	}
+	t.Cleanup(func() { dialOut = orig })
+	ctx := context.Background()
+	p, err := NewWithLogger(Options{Helper: filepath.Join(binDir, "agenthost-sandbox-bwrap"), Network: NetworkLoopback}, hclog.NewNullLogger())
+	require.NoError(t, err)
+	require.NoError(t, p.Configure(ctx, fmt.Appendf(nil, `{"root":%q}`, filepath.Join(reachableDir(t), "sandboxes"))))
+	_, err = p.Create(ctx, sandbox.CreateSpec{ID: "named"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Stop(ctx, "named") })
+	ws, err := p.Workspace(ctx, "named")
+	require.NoError(t, err)
+	script := "getent hosts api.model.test > out; bash -c 'exec 3<>/dev/tcp/api.model.test/" + port + "; head -1 <&3' >> out 2>&1; echo done >> out; exec sleep 600"
+	_, err = services(t, ws).StartService(ctx, workspace.ServiceSpec{Name: "probe", Argv: []string{"sh", "-c", script},
+		Connect: []string{"api.model.test:" + port}})
+	require.NoError(t, err)
+	out := waitFile(t, ws, "out")
+	assert.Contains(t, out, aliasNet+"1", "the name has its alias address inside: %s", out)
+	assert.Contains(t, out, "hello from the host\n", out)
+	assert.Len(t, hits, 1)
 }

@@ -63,6 +63,10 @@ type WrappedService struct {
 	// die of it and kill the service before it could leave cleanly. The
 	// leader still gets the SIGKILL after the grace.
 	SpareLeader bool
+	// SignalExit says the wrapper exits 128+N when the service dies of
+	// signal N (as bwrap and shells do): such an exit is reported as that
+	// signal.
+	SignalExit bool
 }
 
 // WrapFunc lets an isolating backend wrap a service's command before it
@@ -92,8 +96,8 @@ type service struct {
 	pgid int
 	tail *tailBuffer
 	done chan struct{}
-	// spareLeader: see WrappedService.SpareLeader.
-	spareLeader bool
+	// spareLeader, signalExit: see WrappedService.
+	spareLeader, signalExit bool
 	ended       func()
 }
 
@@ -241,7 +245,7 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 		_ = writeRecord(s.record, pid, start)
 	}
 	setRlimit(pid, unix.RLIMIT_FSIZE, s.fileSize)
-	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), spareLeader: wrapped.SpareLeader, ended: wrapped.Ended,
+	svc := &service{pgid: pid, tail: tail, done: make(chan struct{}), spareLeader: wrapped.SpareLeader, signalExit: wrapped.SignalExit, ended: wrapped.Ended,
 		info: workspace.ServiceInfo{Name: spec.Name, Running: true, Port: port, StartedAt: time.Now()}}
 	switch {
 	case address != "":
@@ -264,6 +268,8 @@ func (s *Services) watch(svc *service, c *exec.Cmd) {
 		if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			svc.info.Signal = unix.SignalName(ws.Signal())
 			svc.info.ExitCode = 128 + int(ws.Signal())
+		} else if code := svc.info.ExitCode; svc.signalExit && code > 128 && code < 128+65 {
+			svc.info.Signal = unix.SignalName(syscall.Signal(code - 128))
 		}
 	} else if err != nil {
 		svc.info.ExitCode = -1
