@@ -98,7 +98,7 @@ type service struct {
 	done chan struct{}
 	// spareLeader, signalExit: see WrappedService.
 	spareLeader, signalExit bool
-	ended       func()
+	ended                   func()
 }
 
 // ServicesOption adjusts NewServices.
