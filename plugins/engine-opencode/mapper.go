@@ -178,6 +178,18 @@ func (m *mapper) ours(props json.RawMessage) bool {
 	return json.Unmarshal(props, &p) == nil && p.SessionID == m.session
 }
 
+// stale reports whether an assistant message first seen now belongs to an
+// earlier run: created before this run's prompt. Without the times (a
+// mapper not told when the prompt went), one first seen finished is. The
+// creation time decides when known: a fast model's message can be
+// finished by the time its first update arrives, after its parts.
+func (m *mapper) stale(created, completed int64) bool {
+	if m.since != 0 && created != 0 {
+		return created < m.since
+	}
+	return completed != 0
+}
+
 // feed maps one event; it returns the engine events to emit and, for a
 // permission ask, the ask to put to the user.
 func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
@@ -219,9 +231,9 @@ func (m *mapper) feed(ev event) ([]engine.Event, *permissionProps) {
 		if role == "user" && p.Info.Time.Created >= m.since {
 			m.prompted = true
 		}
-		if role == "assistant" && p.Info.Time.Completed != 0 {
-			// First seen already finished: a message of an earlier run
-			// (an aborted one's last words arrive after its idle).
+		if role == "assistant" && m.stale(p.Info.Time.Created, p.Info.Time.Completed) {
+			// A message of an earlier run (an aborted one's last words
+			// arrive after its idle).
 			role = "stale"
 		}
 		m.roles[p.Info.ID] = role

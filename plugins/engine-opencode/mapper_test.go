@@ -293,3 +293,23 @@ func TestMapperIgnoresIdleBeforeItsPrompt(t *testing.T) {
 	assert.True(t, m.idle)
 	assert.Equal(t, "delta:answer", kinds(out))
 }
+
+// A fast model's answer may arrive parts first and its message's first
+// update already finished: created after the prompt, it is this run's
+// and its text is kept; one created before the prompt is not.
+func TestMapperKeepsAFastAnswer(t *testing.T) {
+	m := newMapper(ses, nil)
+	m.since = 5000
+	at := func(id string, created, completed int64) event {
+		return ev("message.updated", map[string]any{"sessionID": ses, "info": map[string]any{
+			"id": id, "role": "assistant", "sessionID": ses, "time": map[string]any{"created": created, "completed": completed}}})
+	}
+	out, _ := feedAll(m,
+		prt(map[string]any{"id": "prt_old", "messageID": "msg_old", "type": "text", "text": "old text"}),
+		at("msg_old", 4000, 4500),
+		prt(map[string]any{"id": "prt_new", "messageID": "msg_new", "type": "text", "text": "ok"}),
+		at("msg_new", 5002, 5003),
+	)
+	assert.Equal(t, "delta:ok", kinds(out))
+	assert.Equal(t, "ok", m.output())
+}
