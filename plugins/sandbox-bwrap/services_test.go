@@ -253,3 +253,24 @@ func TestServiceReachesNamedHost(t *testing.T) {
 	assert.Contains(t, out, "hello from the host\n", out)
 	assert.Len(t, hits, 1)
 }
+
+// TestServiceOnHostNetwork: under the host policy a service shares the
+// host's network: no forwarding, its port is the host's own.
+func TestServiceOnHostNetwork(t *testing.T) {
+	_, ws := create(t, bwrapPlugin(t, NetworkHost, Config{}), sandbox.File{Path: "www/index.html", Data: []byte("host network")})
+	info, err := services(t, ws).StartService(context.Background(), workspace.ServiceSpec{
+		Name: "web", Argv: []string{"python3", "-m", "http.server", "-d", "www", "-b", "127.0.0.1", "{port}"}})
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("127.0.0.1:%d", info.Port), info.Address)
+	var body []byte
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + info.Address + "/index.html")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond)
+	assert.Equal(t, "host network", string(body))
+}
