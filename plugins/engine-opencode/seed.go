@@ -83,29 +83,38 @@ func seed(ctx context.Context, ws workspace.Workspace, tools []engine.ToolDescri
 		files[seedDir+"/tool/"+name+".ts"] = fmt.Sprintf(toolSource, name, desc, imports, args)
 		bridged[name] = true
 	}
+	if zod != nil && len(bridged) > 0 {
+		files[zodFile] = string(zod)
+	}
+	// All at once: each is a round trip through the host to the sandbox.
+	errs := make(chan error, len(files))
 	for path, body := range files {
-		if _, err := ws.WriteFile(ctx, path, []byte(body), 0o644); err != nil {
-			return nil, fmt.Errorf("seed %s: %w", path, err)
+		go func() { errs <- seedFile(ctx, ws, path, []byte(body)) }()
+	}
+	var first error
+	for range files {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
-	if zod != nil && len(bridged) > 0 {
-		if err := seedZod(ctx, ws, zod); err != nil {
-			return nil, err
-		}
+	if first != nil {
+		return nil, first
 	}
 	return bridged, nil
 }
 
-// seedZod writes the zod build unless the sandbox has it already (a chat's
-// warm sandbox does from its first run): it is some 280 KB.
-func seedZod(ctx context.Context, ws workspace.Workspace, zod []byte) error {
-	sum := sha256.Sum256(zod)
-	if fi, err := ws.Stat(ctx, zodFile); err == nil && fi.Size == int64(len(zod)) &&
-		(fi.SHA256 == "" || fi.SHA256 == hex.EncodeToString(sum[:])) {
+// seedFile writes a seeded file unless the sandbox has it already, as a
+// chat's warm sandbox does from its first run: rewriting it would only
+// touch its time, and OpenCode's file watcher would reload its tools
+// before the next prompt.
+func seedFile(ctx context.Context, ws workspace.Workspace, path string, body []byte) error {
+	sum := sha256.Sum256(body)
+	if fi, err := ws.Stat(ctx, path); err == nil && !fi.IsDir && fi.Size == int64(len(body)) &&
+		fi.SHA256 == hex.EncodeToString(sum[:]) {
 		return nil
 	}
-	if _, err := ws.WriteFile(ctx, zodFile, zod, 0o644); err != nil {
-		return fmt.Errorf("seed %s: %w", zodFile, err)
+	if _, err := ws.WriteFile(ctx, path, body, 0o644); err != nil {
+		return fmt.Errorf("seed %s: %w", path, err)
 	}
 	return nil
 }
