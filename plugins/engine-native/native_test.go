@@ -50,6 +50,7 @@ func echoTools() []engine.ToolDescriptor {
 	return []engine.ToolDescriptor{
 		{Name: enginetest.EchoTool, Description: "echo", InputSchema: schema},
 		{Name: enginetest.FailTool, Description: "fails", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: enginetest.GuardedTool, Description: "asks the user first", InputSchema: json.RawMessage(`{"type":"object"}`)},
 	}
 }
 
@@ -83,9 +84,9 @@ func TestConformance(t *testing.T) {
 				case enginetest.Cancel:
 					srv.Script(m.ProviderModel, fakellm.Turn{Text: []string{"working"}, Hang: true})
 				case enginetest.Permission:
-					// Permission is the host's, around tool calls, for every
-					// engine; the native loop never asks on its own.
-					return req, false
+					// Permission is the host's, around tool calls: the native
+					// loop never asks on its own, it calls the guarded tool.
+					srv.Script(m.ProviderModel, fakellm.Turn{Calls: []fakellm.Call{{Name: enginetest.GuardedTool, Args: []string{"{}"}}}}, say("allowed"))
 				}
 				return req, true
 			})

@@ -16,8 +16,13 @@ import (
 )
 
 // fakeEngine performs each scenario in its own words (more deltas and status
-// events than the mock), unless broken names a rule to break.
-type fakeEngine struct{ broken string }
+// events than the mock), unless broken names a rule to break. guarded
+// goes through the permission scenario by calling the host-guarded tool
+// instead of asking on its own.
+type fakeEngine struct {
+	broken  string
+	guarded bool
+}
 
 func (f fakeEngine) Info() plugin.Info {
 	info := plugin.Info{Name: "fake", Kind: plugin.KindEngine, Version: "1.0.0", APIVersion: plugin.APIVersion}
@@ -57,6 +62,14 @@ func (f fakeEngine) Run(ctx context.Context, req engine.RunRequest, host engine.
 			err = say("carried ", "on")
 		}
 	case enginetest.Permission:
+		if f.guarded {
+			var res plugin.ToolResult
+			res, err = host.CallTool(ctx, engine.ToolCall{CallID: "1", Tool: enginetest.GuardedTool, Input: []byte(`{}`)})
+			if err == nil && res.OK {
+				err = say("allowed")
+			}
+			break
+		}
 		if _, err = host.RequestPermission(ctx, engine.PermissionRequest{Action: "deploy"}); err == nil {
 			err = say("allowed")
 		}
@@ -103,9 +116,16 @@ func TestKitPassesAConformingEngine(t *testing.T) {
 	enginetest.Run(t, connectFake(fakeEngine{}), prepareAll)
 }
 
+// An engine whose permissions are the host's, around tool calls (the
+// native engine's way), passes the permission scenario through the
+// guarded tool.
+func TestKitAcceptsHostAskedPermission(t *testing.T) {
+	enginetest.Run(t, connectFake(fakeEngine{guarded: true}), prepareAll)
+}
+
 func TestKitAcceptsFixedRunIDs(t *testing.T) {
 	enginetest.Run(t, connectFake(fakeEngine{}), func(s enginetest.Scenario) (engine.RunRequest, bool) {
-		return engine.RunRequest{RunID: "author-" + string(s), Prompt: string(s)}, s != enginetest.Permission
+		return engine.RunRequest{RunID: "author-" + string(s), Prompt: string(s)}, s != enginetest.State
 	})
 }
 
@@ -119,7 +139,14 @@ func TestKitHelperProcess(t *testing.T) {
 	if broken == "" {
 		t.Skip("helper for TestKitCatchesBrokenEngines")
 	}
-	enginetest.Run(t, connectFake(fakeEngine{broken: broken}), prepareAll)
+	prepare := prepareAll
+	if broken == "declines_cancel" {
+		// An engine that ignores its context declines the cancel scenario.
+		prepare = func(s enginetest.Scenario) (engine.RunRequest, bool) {
+			return engine.RunRequest{Prompt: string(s)}, s != enginetest.Cancel
+		}
+	}
+	enginetest.Run(t, connectFake(fakeEngine{broken: broken}), prepare)
 }
 
 // TestKitCatchesBrokenEngines runs the kit in a child test process for each
@@ -138,6 +165,8 @@ func TestKitCatchesBrokenEngines(t *testing.T) {
 		// beats the cancel; what matters is that the cancel scenario fails.
 		"quick_cancel": "--- FAIL: TestKitHelperProcess/cancel",
 		"stateless":    "must save non-empty state",
+		// Declining a mandatory scenario is no way out of it.
+		"declines_cancel": "declines scenario \"cancel\", which every engine must pass",
 	}
 	for broken, want := range cases {
 		t.Run(broken, func(t *testing.T) {

@@ -24,6 +24,12 @@ const (
 	EchoTool = "conformance_echo"
 	// FailTool always fails with CodeToolFailed.
 	FailTool = "conformance_fail"
+	// GuardedTool answers {"done": true} once the permission the Recorder
+	// asks around it (as the host does for a tool set to "ask") is allowed;
+	// denied, it fails with CodePermissionDenied.
+	GuardedTool = "conformance_guarded"
+	// CodePermissionDenied is GuardedTool's error code when denied.
+	CodePermissionDenied = "PERMISSION_DENIED"
 	// CodeToolFailed is FailTool's error code.
 	CodeToolFailed = "CONFORMANCE_TOOL_FAILED"
 	// CodeToolUnknown answers a call to any other tool.
@@ -201,8 +207,9 @@ func (r *Recorder) WaitFor(ctx context.Context, runID, event string) error {
 	}
 }
 
-// CallTool serves EchoTool and FailTool; any other tool fails with
-// CodeToolUnknown. Failures are results, never errors, like the real host's.
+// CallTool serves EchoTool, FailTool and GuardedTool; any other tool fails
+// with CodeToolUnknown. Failures are results, never errors, like the real
+// host's.
 func (r *Recorder) CallTool(_ context.Context, runID string, call engine.ToolCall) (plugin.ToolResult, error) {
 	r.mu.Lock()
 	r.calls[runID] = append(r.calls[runID], call)
@@ -220,6 +227,13 @@ func (r *Recorder) CallTool(_ context.Context, runID string, call engine.ToolCal
 		}
 	case FailTool:
 		res = plugin.ToolFail(CodeToolFailed, "this tool always fails", "")
+	case GuardedTool:
+		d, _ := r.RequestPermission(context.Background(), runID, engine.PermissionRequest{Action: call.Tool, Title: "Allow " + call.Tool + "?", Details: call.Input})
+		if d.Allow {
+			res = plugin.ToolOK(map[string]any{"done": true})
+		} else {
+			res = plugin.ToolFail(CodePermissionDenied, "the user denied "+call.Tool+": "+d.Reason, "")
+		}
 	default:
 		res = plugin.ToolFail(CodeToolUnknown, "the conformance host has no tool "+call.Tool, "tool")
 	}

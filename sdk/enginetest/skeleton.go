@@ -17,7 +17,10 @@ const (
 	Tool Scenario = "tool"
 	// ToolFailure: call FailTool, keep going, stream text.
 	ToolFailure Scenario = "tool_failure"
-	// Permission: ask permission (allowed), then stream text.
+	// Permission: go through a permission (allowed), then stream text:
+	// either the engine asks on its own (RequestPermission), or it calls
+	// GuardedTool, around which the host asks, as the real host does for
+	// a tool whose permission is "ask".
 	Permission Scenario = "permission"
 	// Fail: fail with a non-empty error code.
 	Fail Scenario = "fail"
@@ -29,6 +32,12 @@ const (
 
 // AllScenarios lists every scenario in the order the kit runs them.
 var AllScenarios = []Scenario{Text, Tool, ToolFailure, Permission, Fail, Cancel, State}
+
+// Optional reports whether an engine may decline a scenario: only State,
+// because resumable state is a capability some engines do not have. Every
+// engine must stream text, call a tool, carry on after a failed one, go
+// through a permission, fail with a code and end a cancelled run in time.
+func Optional(s Scenario) bool { return s == State }
 
 // Canonical is the skeleton the mock engine produces for a scenario: the
 // master sequence every engine must match exactly. It is nil for an unknown
@@ -52,6 +61,20 @@ func Canonical(s Scenario) []string {
 		return []string{EventAssistantDelta, EventRunCancelled}
 	}
 	return nil
+}
+
+// Accepted lists the skeletons an engine may produce for a scenario: the
+// canonical one, and for Permission the host-asked form as well (the
+// engine calls GuardedTool and the host asks around the call).
+func Accepted(s Scenario) [][]string {
+	out := [][]string{Canonical(s)}
+	if s == Permission {
+		out = append(out, []string{
+			EventToolStarted, EventPermissionRequested, EventRunPaused, EventPermissionResolved, EventRunResumed,
+			EventToolCompleted, EventAssistantDelta, EventRunCompleted,
+		})
+	}
+	return out
 }
 
 // Skeleton drops run.status and collapses runs of assistant.delta into one:
