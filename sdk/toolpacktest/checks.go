@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/toolpack"
+	"github.com/agenthost/agenthost/sdk/toolschema"
 )
 
 // toolName is the shape of a tool name: what model providers accept as a
@@ -48,6 +46,9 @@ func specProblems(tools []plugin.ToolSpec) []string {
 		for _, p := range inputSchemaProblems(tl.InputSchema) {
 			add("tool %q: input schema %s", tl.Name, p)
 		}
+		if _, err := toolschema.Compile(tl.InputSchema); err != nil {
+			add("tool %q: input schema does not compile, so the host refuses every call (TOOL_SCHEMA_INVALID): %v", tl.Name, err)
+		}
 		if len(tl.OutputSchema) > 0 {
 			var v any
 			if err := json.Unmarshal(tl.OutputSchema, &v); err != nil {
@@ -56,6 +57,8 @@ func specProblems(tools []plugin.ToolSpec) []string {
 				if _, isBool := v.(bool); !isBool {
 					add("tool %q: output schema is neither a JSON Schema object nor a boolean", tl.Name)
 				}
+			} else if _, err := toolschema.Compile(tl.OutputSchema); err != nil {
+				add("tool %q: output schema does not compile: %v", tl.Name, err)
 			}
 		}
 	}
@@ -137,7 +140,7 @@ func caseProblems(tools []plugin.ToolSpec, cases []Case) []string {
 			// The host validates input against the schema before dispatch: an
 			// example that only works with input the schema refuses could
 			// never run for real.
-			for _, p := range shapeProblems(spec.InputSchema, cs.Input) {
+			for _, p := range schemaProblems(spec.InputSchema, cs.Input) {
 				add("%s: its input does not match the tool's input schema: %s", label, p)
 			}
 		}
@@ -153,94 +156,20 @@ func caseProblems(tools []plugin.ToolSpec, cases []Case) []string {
 	return out
 }
 
-// shapeProblems checks value against the top of a JSON Schema: its type,
-// its required properties, the types of the properties it declares, and no
-// undeclared ones when additionalProperties is false. It is no validator;
-// it catches the drift that matters most, a schema that says one thing while
-// the tool takes or returns another.
-func shapeProblems(schemaRaw, valueRaw json.RawMessage) []string {
-	var schema map[string]any
-	if err := json.Unmarshal(schemaRaw, &schema); err != nil {
-		return nil // a boolean schema, or one specProblems already reported
-	}
-	value, err := decodeNumbers(valueRaw)
-	if err != nil {
-		return []string{fmt.Sprintf("not valid JSON: %v", err)}
-	}
-	var out []string
-	if !typeMatches(schema["type"], value) {
-		return []string{fmt.Sprintf("is %s, the schema says %v", kindOf(value), schema["type"])}
-	}
-	obj, isObj := value.(map[string]any)
-	if !isObj {
+// schemaProblems validates value against a tool's schema with the same
+// validator the host uses on every call (sdk/toolschema), so an example
+// the kit accepts is one the host accepts. An empty schema accepts all.
+func schemaProblems(schemaRaw, valueRaw json.RawMessage) []string {
+	if len(bytes.TrimSpace(schemaRaw)) == 0 {
 		return nil
 	}
-	props, _ := schema["properties"].(map[string]any)
-	required, _ := schema["required"].([]any)
-	for _, r := range required {
-		if name, _ := r.(string); name != "" {
-			if _, ok := obj[name]; !ok {
-				out = append(out, fmt.Sprintf("lacks required property %q", name))
-			}
-		}
+	schema, err := toolschema.Compile(schemaRaw)
+	if err != nil {
+		return []string{fmt.Sprintf("cannot be checked: the schema does not compile: %v", err)}
 	}
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		prop, declared := props[k].(map[string]any)
-		switch {
-		case !declared && schema["additionalProperties"] == false:
-			out = append(out, fmt.Sprintf("has property %q, which the schema does not declare", k))
-		case declared && !typeMatches(prop["type"], obj[k]):
-			out = append(out, fmt.Sprintf("property %q is %s, the schema says %v", k, kindOf(obj[k]), prop["type"]))
-		}
+	var out []string
+	for _, p := range schema.Validate(valueRaw) {
+		out = append(out, p.String())
 	}
 	return out
-}
-
-func decodeNumbers(raw json.RawMessage) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	return v, err
-}
-
-// typeMatches reports whether v has the JSON Schema type t (a name, a list
-// of names, or absent).
-func typeMatches(t, v any) bool {
-	switch t := t.(type) {
-	case nil:
-		return true
-	case string:
-		return t == kindOf(v) || (t == "number" && kindOf(v) == "integer")
-	case []any:
-		return slices.ContainsFunc(t, func(x any) bool { return typeMatches(x, v) })
-	}
-	return true // not a form this shallow check understands
-}
-
-// kindOf names v's JSON Schema type; JSON Schema counts 2.0 as an integer.
-func kindOf(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	case json.Number:
-		if f, err := v.Float64(); err == nil && f == math.Trunc(f) && !math.IsInf(f, 0) {
-			return "integer"
-		}
-		return "number"
-	}
-	return fmt.Sprintf("%T", v)
 }

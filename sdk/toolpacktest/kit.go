@@ -206,7 +206,7 @@ func (k *kit) verify(t *testing.T, cs Case, outputSchema json.RawMessage, res pl
 	t.Helper()
 	if cs.WantOK {
 		if assert.True(t, res.OK, "want success, got %+v", res.Error) && assert.True(t, json.Valid(res.Output), "output is not JSON: %q", res.Output) {
-			for _, p := range shapeProblems(outputSchema, res.Output) {
+			for _, p := range schemaProblems(outputSchema, res.Output) {
 				t.Errorf("output does not match the tool's output schema: %s", p)
 			}
 		}

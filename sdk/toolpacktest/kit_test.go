@@ -138,7 +138,7 @@ var badPacks = map[string]struct {
 			return res, err
 		}
 		return p
-	}, cases: goodCases, want: `lacks required property "path"`},
+	}, cases: goodCases, want: `path: is required`},
 	"wrong code": {pack: goodPack, cases: []Case{goodCases[0], {Name: "escape", Tool: "save_note",
 		Input: json.RawMessage(`{"name":"../../x","text":""}`), WantCode: "SOMETHING_ELSE"}}, want: "SOMETHING_ELSE"},
 }
@@ -216,7 +216,7 @@ func TestCaseProblems(t *testing.T) {
 		"ok and code":      {[]Case{{Name: "x", Tool: "save_note", Input: ok.Input, WantOK: true, WantCode: "C"}}, "at once"},
 		"failure, no code": {[]Case{ok, {Name: "x", Tool: "save_note"}}, "names no WantCode"},
 		"bad file path":    {[]Case{{Name: "x", Tool: "save_note", Input: ok.Input, WantOK: true, Files: map[string]string{"../x": ""}}}, "not a workspace path"},
-		"input off schema": {[]Case{{Name: "x", Tool: "save_note", Input: json.RawMessage(`{"name":"a","text":1,"more":true}`), WantOK: true}}, `property "more"`},
+		"input off schema": {[]Case{{Name: "x", Tool: "save_note", Input: json.RawMessage(`{"name":"a","text":1,"more":true}`), WantOK: true}}, `more: is not a field of this tool`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -227,27 +227,40 @@ func TestCaseProblems(t *testing.T) {
 	assert.Empty(t, caseProblems(tools, append(goodCases, Case{Name: "unknown on purpose", Tool: "nope", WantCode: toolpack.CodeUnknownTool})))
 }
 
-func TestShapeProblems(t *testing.T) {
+// TestSchemaProblems: examples are held to the host's own validator, so
+// what the old shallow check let through (minLength, enum, pattern, $ref,
+// nested objects) is caught.
+func TestSchemaProblems(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","additionalProperties":false,"required":["n"],
-"properties":{"n":{"type":"integer"},"f":{"type":"number"},"s":{"type":["string","null"]},"any":{}}}`)
+"$defs":{"mode":{"enum":["fast","slow"]}},
+"properties":{"n":{"type":"integer"},"f":{"type":"number"},"s":{"type":["string","null"]},"any":{},
+"name":{"type":"string","minLength":2,"pattern":"^[a-z]+$"},"mode":{"$ref":"#/$defs/mode"},
+"edits":{"type":"array","items":{"type":"object","required":["path"],"properties":{"path":{"type":"string"}}}}}}`)
 	cases := map[string]string{
-		`{"n":1}`:                  "",
-		`{"n":2.0,"f":1,"s":null}`: "",
-		`{"n":1,"any":[1]}`:        "",
-		`{"n":1.5}`:                `property "n" is number`,
-		`{}`:                       `lacks required property "n"`,
-		`{"n":1,"x":1}`:            `does not declare`,
-		`{"n":1,"s":3}`:            `property "s" is integer`,
-		`[]`:                       "is array",
-		`{`:                        "not valid JSON",
+		`{"n":1}`:                           "",
+		`{"n":2.0,"f":1,"s":null}`:          "",
+		`{"n":1,"any":[1],"name":"ab"}`:     "",
+		`{"n":1,"mode":"fast"}`:             "",
+		`{"n":1.5}`:                         "n: ",
+		`{}`:                                "n: is required",
+		`{"n":1,"x":1}`:                     "x: is not a field of this tool",
+		`{"n":1,"s":3}`:                     "s: ",
+		`[]`:                                "want object",
+		`{`:                                 "not valid JSON",
+		`{"n":1,"name":"a"}`:                "name: minLength",
+		`{"n":1,"name":"AB"}`:               "name: ",
+		`{"n":1,"mode":"medium"}`:           "mode: ",
+		`{"n":1,"edits":[{"path":"a"},{}]}`: "edits[1].path: is required",
 	}
 	for value, want := range cases {
-		got := strings.Join(shapeProblems(schema, json.RawMessage(value)), "\n")
+		got := strings.Join(schemaProblems(schema, json.RawMessage(value)), "\n")
 		if want == "" {
 			assert.Empty(t, got, value)
 		} else {
 			assert.Contains(t, got, want, value)
 		}
 	}
-	assert.Empty(t, shapeProblems(json.RawMessage(`true`), json.RawMessage(`[1]`)), "a boolean schema is not checked")
+	assert.Empty(t, schemaProblems(json.RawMessage(`true`), json.RawMessage(`[1]`)), "the schema true accepts anything")
+	assert.Contains(t, strings.Join(schemaProblems(json.RawMessage(`{"$ref":"https://example.com/x.json"}`), json.RawMessage(`{}`)), ""),
+		"does not compile", "a reference outside the schema is never fetched")
 }
