@@ -251,8 +251,8 @@ var (
 	// providers', the databases').
 	envVarName = regexp.MustCompile(`^((AGENTHOST|APPS_CODING_AGENT|OPENAI|ANTHROPIC|OPENROUTER)_[A-Z0-9_]+|[A-Z_]*DATABASE_URL|[A-Z_]+_API_KEY)$`)
 	// notOurs are names the docs quote from elsewhere: Linux resource
-	// limits and SQLite's result codes.
-	notOurs = regexp.MustCompile(`^(RLIMIT|SQLITE)_`)
+	// limits, SQLite's result codes and go-plugin's environment variables.
+	notOurs = regexp.MustCompile(`^(RLIMIT|SQLITE|PLUGIN)_`)
 )
 
 // TestDocumentedCodesExist: every UPPER_SNAKE name in backticks that is
