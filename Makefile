@@ -67,6 +67,9 @@ run: build
 	APPS_CODING_AGENT_NATIVE_ENABLED=$${APPS_CODING_AGENT_NATIVE_ENABLED:-1} $(BIN)/agenthost serve
 
 test: build cross
+	@# Every module go.mod lists, into the module cache: the scaffold test
+	@# builds new plugin modules against this checkout with no network.
+	$(GO) mod download
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 20m ./...
 	@# The runs API suite again with the bubblewrap sandbox swapped in for

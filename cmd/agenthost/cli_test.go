@@ -26,14 +26,16 @@ func commandPaths(t *testing.T) []string {
 	parser, err := kong.New(&cli{})
 	require.NoError(t, err)
 	var paths []string
-	var walk func(n *kong.Node)
-	walk = func(n *kong.Node) {
+	var walk func(n *kong.Node, prefix string)
+	walk = func(n *kong.Node, prefix string) {
 		for _, c := range n.Children {
-			paths = append(paths, c.Path())
-			walk(c)
+			// Names, not kong's Path(), which adds "(alias)" after a name.
+			p := strings.TrimSpace(prefix + " " + c.Name)
+			paths = append(paths, p)
+			walk(c, p)
 		}
 	}
-	walk(parser.Model.Node)
+	walk(parser.Model.Node, "")
 	require.Contains(t, paths, "tokens create")
 	return paths
 }

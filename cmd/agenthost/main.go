@@ -36,7 +36,7 @@ type cli struct {
 	Config string `name:"config" env:"AGENTHOST_CONFIG" placeholder:"FILE" help:"Host HCL config file (listen, data_dir, plugin_dir, provider blocks, …)."`
 
 	Serve   serveCmd   `cmd:"" help:"Start the host: HTTP API on the listen address, plugins, database."`
-	Plugins pluginsCmd `cmd:"" help:"Inspect the configured plugins."`
+	Plugins pluginsCmd `cmd:"" help:"Inspect the configured plugins, or start a new one."`
 	Migrate migrateCmd `cmd:"" help:"Manage the database schema (the host migrates up by itself at start)."`
 	Tokens  tokensCmd  `cmd:"" help:"Manage API tokens."`
 	Version versionCmd `cmd:"" help:"Print this agenthost's version (stamped at build time by make)."`
@@ -53,6 +53,7 @@ func (versionCmd) Run(g *globals) error {
 
 type pluginsCmd struct {
 	Check pluginsCheckCmd `cmd:"" help:"Load every configured plugin and print its state; exits 1 when one is not healthy."`
+	New   pluginsNewCmd   `cmd:"" help:"Write a new plugin module (engine, sandbox or toolpack) that builds and passes its conformance kit."`
 }
 
 type migrateCmd struct {
