@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -250,17 +248,7 @@ func TestNetworkPolicies(t *testing.T) {
 	}()
 	ep, err := c.ExposePort(context.Background(), id, 8765)
 	require.NoError(t, err)
-	var body []byte
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(ep.URL + "/index.html")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ = io.ReadAll(resp.Body)
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond, "the forwarded port never answered")
-	assert.Equal(t, "served from the sandbox", string(body))
+	assert.Equal(t, "served from the sandbox", getWhenServed(t, ep.URL+"/index.html"))
 }
 
 // TestLimits: a fork bomb, 10 GB of output, a file bigger than the limit

@@ -44,6 +44,23 @@ func countingListener(t *testing.T) (port string, accepted chan struct{}) {
 	return port, accepted
 }
 
+// getWhenServed GETs url until a server in a sandbox answers 200 and
+// returns the body.
+func getWhenServed(t *testing.T, url string) string {
+	t.Helper()
+	var body []byte
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "%s never answered", url)
+	return string(body)
+}
+
 // services returns the sandbox's workspace as workspace.Services.
 func services(t *testing.T, ws workspace.Workspace) workspace.Services {
 	t.Helper()
@@ -125,17 +142,7 @@ func TestServiceIsolation(t *testing.T) {
 	assert.Len(t, namedHits, 1, "the allowed name was reached once")
 	assert.Empty(t, forbiddenHits, "a port not in Connect was reached")
 
-	var body []byte
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + info.Address + "/index.html")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ = io.ReadAll(resp.Body)
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 50*time.Millisecond, "the service's port never answered")
-	assert.Equal(t, "served by the service", string(body))
+	assert.Equal(t, "served by the service", getWhenServed(t, "http://"+info.Address+"/index.html"))
 
 	si, err := svc.ServiceStatus(ctx, "web")
 	require.NoError(t, err)
@@ -262,15 +269,5 @@ func TestServiceOnHostNetwork(t *testing.T) {
 		Name: "web", Argv: []string{"python3", "-m", "http.server", "-d", "www", "-b", "127.0.0.1", "{port}"}})
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("127.0.0.1:%d", info.Port), info.Address)
-	var body []byte
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + info.Address + "/index.html")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		body, _ = io.ReadAll(resp.Body)
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 50*time.Millisecond)
-	assert.Equal(t, "host network", string(body))
+	assert.Equal(t, "host network", getWhenServed(t, "http://"+info.Address+"/index.html"))
 }
