@@ -49,6 +49,13 @@ type Config struct {
 	// RetryDeadlineS bounds the time from the first retry to giving up,
 	// whatever the count: OpenCode's back-off doubles (2, 4, 8, ... s).
 	RetryDeadlineS int `json:"retry_deadline_s"`
+	// BridgeTools names host tools OpenCode gets besides the contract
+	// tools (a custom toolpack's): each becomes an OpenCode custom tool that
+	// calls the host, which validates its input, applies its permission and
+	// reports it as for every engine. OpenCode's own tools (edit, bash, ...)
+	// cover the patch toolpack's, which is why nothing else is bridged by
+	// default.
+	BridgeTools []string `json:"bridge_tools"`
 	// Connect lists host:port addresses the server may reach besides its
 	// model server and the tool bridge (a proxy, a provider's second
 	// host), when the sandbox gives services a network of their own

@@ -148,7 +148,7 @@ func (e *Engine) Run(ctx context.Context, req engine.RunRequest, host engine.Hos
 	if err != nil {
 		return engine.Failed(CodeStartFailed, err.Error()), nil
 	}
-	bridged, err := seed(ctx, ws, req.Tools, e.zod(cfg))
+	bridged, err := seed(ctx, ws, req.Tools, e.zod(cfg), cfg.BridgeTools)
 	if err != nil {
 		if ctx.Err() != nil {
 			return engine.Cancelled(), nil

@@ -55,7 +55,10 @@ const zodImport = `import { z } from "../agenthost/zod.mjs"`
 // pinned build's source) the tools take their arguments; without it
 // (an opencode installed by other means than make) they take none, and
 // the host's defaults apply.
-func seed(ctx context.Context, ws workspace.Workspace, tools []engine.ToolDescriptor, zod []byte) (map[string]bool, error) {
+//
+// The contract tools are always bridged; extra names more host tools (a
+// custom toolpack's, Config.BridgeTools) that the run offers.
+func seed(ctx context.Context, ws workspace.Workspace, tools []engine.ToolDescriptor, zod []byte, extra []string) (map[string]bool, error) {
 	have := map[string]engine.ToolDescriptor{}
 	for _, t := range tools {
 		have[t.Name] = t
@@ -66,10 +69,10 @@ func seed(ctx context.Context, ws workspace.Workspace, tools []engine.ToolDescri
 		seedDir + "/.gitignore":         "node_modules\npackage-lock.json\n",
 	}
 	bridged := map[string]bool{}
-	for _, name := range contractTools {
+	for _, name := range append(append([]string{}, contractTools...), extra...) {
 		t, ok := have[name]
-		if !ok {
-			continue // the contract toolpack is not loaded
+		if !ok || bridged[name] {
+			continue // the run does not offer it (its toolpack is not loaded)
 		}
 		desc, _ := json.Marshal(t.Description)
 		imports, args := "", "{}"

@@ -23,7 +23,7 @@ func TestSeedWritesOnlyWhatChanged(t *testing.T) {
 	ctx := context.Background()
 	tools := []engine.ToolDescriptor{{Name: contractTools[0], Description: "the contract", InputSchema: []byte(`{"type":"object"}`)}}
 	zod := []byte("export const z = {};\n")
-	bridged, err := seed(ctx, ws, tools, zod)
+	bridged, err := seed(ctx, ws, tools, zod, nil)
 	require.NoError(t, err)
 	assert.True(t, bridged[contractTools[0]])
 	tool := filepath.Join(root, seedDir, "tool", contractTools[0]+".ts")
@@ -31,7 +31,7 @@ func TestSeedWritesOnlyWhatChanged(t *testing.T) {
 	for _, p := range []string{tool, filepath.Join(root, zodFile)} {
 		require.NoError(t, os.Chtimes(p, old, old))
 	}
-	_, err = seed(ctx, ws, tools, zod)
+	_, err = seed(ctx, ws, tools, zod, nil)
 	require.NoError(t, err)
 	fi, err := os.Stat(tool)
 	require.NoError(t, err)
@@ -39,7 +39,7 @@ func TestSeedWritesOnlyWhatChanged(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(tool, []byte("changed by the agent"), 0o644))
 	require.NoError(t, os.Remove(filepath.Join(root, zodFile)))
-	_, err = seed(ctx, ws, tools, zod)
+	_, err = seed(ctx, ws, tools, zod, nil)
 	require.NoError(t, err)
 	b, err := os.ReadFile(tool)
 	require.NoError(t, err)

@@ -71,8 +71,11 @@ type Request struct {
 // Server is the fake provider.
 type Server struct {
 	*httptest.Server
-	mu       sync.Mutex
-	scripts  map[string][]Turn
+	mu      sync.Mutex
+	scripts map[string][]Turn
+	// routes are a model's scripts chosen by a marker in the request, so
+	// conversations of one model can follow different scripts (ScriptWhen).
+	routes   map[string][]route
 	attempts map[string]int
 	requests []Request
 	// contexts are per-model context windows, in request body bytes.
@@ -81,7 +84,7 @@ type Server struct {
 
 // New starts a server; Close it when done.
 func New() *Server {
-	s := &Server{scripts: map[string][]Turn{}, attempts: map[string]int{}, contexts: map[string]int{}}
+	s := &Server{scripts: map[string][]Turn{}, routes: map[string][]route{}, attempts: map[string]int{}, contexts: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.openAI)
 	mux.HandleFunc("POST /v1/messages", s.anthropic)
@@ -97,6 +100,21 @@ func (s *Server) Script(model string, turns ...Turn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scripts[model] = turns
+}
+
+type route struct {
+	marker string
+	turns  []Turn
+}
+
+// ScriptWhen sets the turns of a model's conversations whose request
+// contains marker (say, in the prompt), before the model's Script: an
+// agent server that needs one model for everything can still be given a
+// script per task.
+func (s *Server) ScriptWhen(model, marker string, turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.routes[model] = append(s.routes[model], route{marker: marker, turns: turns})
 }
 
 // LimitContext gives a model a context window of maxBytes of request
@@ -155,13 +173,19 @@ func (s *Server) pick(w http.ResponseWriter, r *http.Request, auth string) (Turn
 	}
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Path: r.URL.Path, Model: req.Model, Turn: n, Auth: auth, Tools: len(req.Tools), Messages: len(req.Messages), Body: body})
-	script := s.scripts[req.Model]
+	script, scriptKey := s.scripts[req.Model], req.Model
+	for _, rt := range s.routes[req.Model] {
+		if bytes.Contains(body, []byte(rt.marker)) {
+			script, scriptKey = rt.turns, req.Model+"@"+rt.marker
+			break
+		}
+	}
 	if limit := s.contexts[req.Model]; limit > 0 && len(body) > limit {
 		s.mu.Unlock()
 		writeOverflow(w, r.URL.Path, len(body), limit)
 		return Turn{}, 0, false
 	}
-	key := req.Model + "#" + strconv.Itoa(n)
+	key := scriptKey + "#" + strconv.Itoa(n)
 	s.attempts[key]++
 	attempt := s.attempts[key]
 	s.mu.Unlock()
