@@ -180,8 +180,8 @@ func serviceArgs(cfg Config, m serviceMounts, argv []string) []string {
 	return append(a, argv...)
 }
 
-// serviceLauncher starts the plugin watcher (see serviceArgs) and becomes
-// the service, which does not inherit fd 5. kill -1 from inside reaches
+// serviceLauncher starts the plugin watcher (see serviceArgs), says so on
+// fd 6 and becomes the service, which inherits neither fd. kill -1 from inside reaches
 // every process of the sandbox's pid namespace but its init, which exits
 // when the service does.
-const serviceLauncher = `(read -r _ <&5; kill -s KILL -- -1) & exec "$@" 5<&-`
+const serviceLauncher = `(exec 6>&-; read -r _ <&5; kill -s KILL -- -1) & echo up >&6; exec "$@" 5<&- 6>&-`

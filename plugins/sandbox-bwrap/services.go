@@ -5,12 +5,14 @@ package bwrap
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
@@ -88,14 +90,16 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 			}
 		}
 		// fd 3: bwrap reports the sandbox's pid; fd 4: bwrap waits for a
-		// byte before the service runs; fd 5: EOF when the plugin dies.
-		pipes, err := newPipes(3)
+		// byte before the service runs; fd 5: EOF when the plugin dies; fd
+		// 6: the launcher says the sandbox is up and its watcher armed.
+		pipes, err := newPipes(4)
 		if err != nil {
 			return dirfs.WrappedService{}, err
 		}
 		infoR, infoW := pipes[0][0], pipes[0][1]
 		blockR, blockW := pipes[1][0], pipes[1][1]
 		lifeR, lifeW := pipes[2][0], pipes[2][1]
+		upR, upW := pipes[3][0], pipes[3][1]
 		pidFile := filepath.Join(b.dir, execsDir, "svc-"+name+"-"+rand.Text()[:8])
 		// The service sees its state at StatePath, not at the host path
 		// that tells where the sandbox root is.
@@ -129,6 +133,7 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 			infoR.Close()
 			blockW.Close()
 			lifeW.Close()
+			upR.Close()
 			_ = os.Remove(pidFile)
 			if hosts != "" {
 				_ = os.Remove(hosts)
@@ -142,7 +147,7 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 			address := ""
 			if cfg.Network != NetworkHost {
 				for _, r := range routes {
-					l, err := b.fwd.listenIn(child, r.inside)
+					l, err := listenWhenUp(b.fwd, child, r.inside)
 					if err != nil {
 						return "", fmt.Errorf("connect %s from the sandbox: %w", r.target, err)
 					}
@@ -172,16 +177,38 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 			if _, err := blockW.Write([]byte{1}); err != nil {
 				return "", fmt.Errorf("release the sandbox: %w", err)
 			}
+			// Answer only once the sandbox is up and its watcher armed: until
+			// then bwrap's own processes depend on each other, and a plugin
+			// killed in between left one waiting forever (the next plugin
+			// process clears it, see killLeftovers).
+			_ = upR.SetReadDeadline(time.Now().Add(setupTimeout))
+			if _, err := upR.Read(make([]byte, 1)); err != nil {
+				return "", fmt.Errorf("the sandbox did not come up: %w", err)
+			}
 			return address, nil
 		}
 		return dirfs.WrappedService{
 			// bwrap's info and block fds (sandboxArgs' --info-fd 3 --block-fd 4).
-			Argv: helper, Env: env, ExtraFiles: []*os.File{infoW, blockR, lifeR},
+			Argv: helper, Env: env, ExtraFiles: []*os.File{infoW, blockR, lifeR, upW},
 			Ready: ready, Ended: ended,
 			// bwrap dies of SIGTERM and would take the service with it.
 			SpareLeader: true,
 			SignalExit:  true,
 		}, nil
+	}
+}
+
+// listenWhenUp listens on addr in the sandbox's network namespace,
+// waiting for bwrap to bring its loopback interface up: the pid bwrap
+// reports may come before that, and until then no 127.x address exists.
+func listenWhenUp(f *forwarder, pid int, addr string) (net.Listener, error) {
+	deadline := time.Now().Add(setupTimeout)
+	for {
+		l, err := f.listenIn(pid, addr)
+		if err == nil || !errors.Is(err, syscall.EADDRNOTAVAIL) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
