@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -20,8 +21,8 @@ import (
 )
 
 // TestOpenCodeConformance runs the OpenCode engine through the engine kit,
-// like every other engine: the real opencode binary in a real local
-// sandbox (the plugin binary), a fake model scripted per scenario, and the
+// like every other engine: the real opencode binary in a real sandbox (the
+// local plugin binary, or bwrap with AGENTHOST_TEST_SANDBOX=bwrap), a fake model scripted per scenario, and the
 // kit's tools bridged to OpenCode (bridge_tools). It declines only the
 // optional state scenario: OpenCode keeps its own sessions.
 func TestOpenCodeConformance(t *testing.T) {
@@ -47,7 +48,14 @@ func TestOpenCodeConformance(t *testing.T) {
 	// concurrent ones included, each in a session of its own.
 	sbCfg, err := json.Marshal(map[string]string{"root": testenv.LocalSandboxRoot(t)})
 	require.NoError(t, err)
-	sb, _ := plugintest.SandboxBinary(t, exec.Command(filepath.Join(binDir, "agenthost-sandbox-local")), sbCfg)
+	// The sandbox the suite runs on: local, or bwrap (loopback) in the
+	// bwrap pass of make test.
+	sbCmd := exec.Command(filepath.Join(binDir, "agenthost-sandbox-local"))
+	if os.Getenv(testenv.SandboxEnv) == "bwrap" {
+		testenv.RequireBwrap(t)
+		sbCmd = exec.Command(filepath.Join(binDir, testenv.BwrapBinary), "-network=loopback")
+	}
+	sb, _ := plugintest.SandboxBinary(t, sbCmd, sbCfg)
 	_, err = sb.Create(context.Background(), sandbox.CreateSpec{ID: "kit", Files: []sandbox.File{{Path: "README.md", Data: []byte("kit\n")}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sb.Stop(context.Background(), "kit") })

@@ -11,12 +11,17 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 )
 
 //go:embed templates
 var templates embed.FS
+
+// defaultGoVersion is the go directive without a checkout to read it from:
+// the agenthost module's own.
+const defaultGoVersion = "1.26"
 
 // Kinds are the plugin kinds a scaffold can be made for.
 var Kinds = []string{"engine", "sandbox", "toolpack"}
@@ -52,7 +57,7 @@ type data struct {
 
 // Write creates the module and returns the paths it wrote.
 func Write(o Options) ([]string, error) {
-	if !contains(Kinds, o.Kind) {
+	if !slices.Contains(Kinds, o.Kind) {
 		return nil, fmt.Errorf("kind %q: want one of %s", o.Kind, strings.Join(Kinds, ", "))
 	}
 	if !namePattern.MatchString(o.Name) {
@@ -70,9 +75,6 @@ func Write(o Options) ([]string, error) {
 	if o.SDKVersion == "" {
 		o.SDKVersion = "v0.0.0"
 	}
-	if o.GoVersion == "" {
-		o.GoVersion = "1.26"
-	}
 	if o.SDKPath != "" {
 		abs, err := filepath.Abs(o.SDKPath)
 		if err != nil {
@@ -88,9 +90,12 @@ func Write(o Options) ([]string, error) {
 			return nil, err
 		}
 		// The module may not say an older go than a dependency does.
-		if goLine != "" && o.GoVersion == "1.26" {
+		if o.GoVersion == "" {
 			o.GoVersion = goLine
 		}
+	}
+	if o.GoVersion == "" {
+		o.GoVersion = defaultGoVersion
 	}
 	pkg := strings.ReplaceAll(o.Name, "-", "")
 	d := data{Options: o, Package: pkg, Binary: o.Name, Tool: strings.ReplaceAll(o.Name, "-", "_") + "_hello",
@@ -175,13 +180,4 @@ func requirements(gomod string) (out []string, goVersion string, err error) {
 		}
 	}
 	return out, goVersion, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

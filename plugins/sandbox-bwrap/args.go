@@ -84,8 +84,12 @@ func writeEtc(root string) error {
 func sandboxArgs(cfg Config, workspace, rel string, argv []string) []string {
 	a := baseArgs(cfg, "")
 	a = append(a, "--bind", workspace, WorkspacePath)
-	return finishArgs(a, rel, argv)
+	return finishArgs(a, rel, commandLauncher, argv)
 }
+
+// commandLauncher runs argv through sh, so that a missing or non-executable
+// command answers 127 / 126 as it does on local.
+const commandLauncher = `exec "$@"`
 
 // baseArgs are the namespaces, the system folders, /etc, /proc, /dev and
 // /tmp every sandbox gets; hosts, when not "", replaces /etc/hosts.
@@ -128,9 +132,8 @@ func baseArgs(cfg Config, hosts string) []string {
 }
 
 // finishArgs makes the root read-only, enters the working folder and runs
-// argv through sh, so that a missing or non-executable command answers
-// 127 / 126 as it does on local.
-func finishArgs(a []string, rel string, argv []string) []string {
+// argv through sh -c launcher.
+func finishArgs(a []string, rel, launcher string, argv []string) []string {
 	chdir := WorkspacePath
 	if rel != "." && rel != "" {
 		chdir = WorkspacePath + "/" + filepath.ToSlash(rel)
@@ -140,7 +143,7 @@ func finishArgs(a []string, rel string, argv []string) []string {
 		// fill memory writing into /etc or /.
 		"--remount-ro", "/",
 		"--chdir", chdir,
-		"--", "/bin/sh", "-c", `exec "$@"`, "sh")
+		"--", "/bin/sh", "-c", launcher, "sh")
 	return append(a, argv...)
 }
 
@@ -174,10 +177,7 @@ func serviceArgs(cfg Config, m serviceMounts, argv []string) []string {
 		a = append(a, "--ro-bind", p, p)
 	}
 	a = append(a, "--info-fd", "3", "--block-fd", "4")
-	a = finishArgs(a, m.rel, nil)
-	// finishArgs ends with sh -c 'exec "$@"' sh: swap in the watcher.
-	a[len(a)-2] = serviceLauncher
-	return append(a, argv...)
+	return finishArgs(a, m.rel, serviceLauncher, argv)
 }
 
 // serviceLauncher starts the plugin watcher (see serviceArgs), says so on

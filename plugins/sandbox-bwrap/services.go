@@ -65,8 +65,11 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 		}
 		if cfg.Network == NetworkHost {
 			routes = nil // the host's network: everything is reachable already
-		} else if err := needRoot(); err != nil && len(routes) > 0 {
-			return dirfs.WrappedService{}, err
+		} else if len(routes) > 0 || cmd.Port != 0 {
+			// Relaying in and out of the service's namespace enters it.
+			if err := needRoot(); err != nil {
+				return dirfs.WrappedService{}, err
+			}
 		}
 		if err := checkReadOnly(cfg, cmd.ReadOnlyPaths); err != nil {
 			return dirfs.WrappedService{}, err
@@ -82,19 +85,23 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 			return dirfs.WrappedService{}, plugin.Errorf(plugin.CodePathDenied, "dir", "working folder outside the workspace")
 		}
-		name := filepath.Base(cmd.StateDir)
-		var hosts string
-		if cfg.Network != NetworkHost {
-			if hosts, err = writeHosts(b.dir, name, routes); err != nil {
-				return dirfs.WrappedService{}, err
-			}
-		}
 		// fd 3: bwrap reports the sandbox's pid; fd 4: bwrap waits for a
 		// byte before the service runs; fd 5: EOF when the plugin dies; fd
 		// 6: the launcher says the sandbox is up and its watcher armed.
 		pipes, err := newPipes(4)
 		if err != nil {
 			return dirfs.WrappedService{}, err
+		}
+		name := filepath.Base(cmd.StateDir)
+		var hosts string
+		if cfg.Network != NetworkHost {
+			if hosts, err = writeHosts(b.dir, name, routes); err != nil {
+				for _, p := range pipes {
+					p[0].Close()
+					p[1].Close()
+				}
+				return dirfs.WrappedService{}, err
+			}
 		}
 		infoR, infoW := pipes[0][0], pipes[0][1]
 		blockR, blockW := pipes[1][0], pipes[1][1]
@@ -158,9 +165,6 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 					}
 				}
 				if cmd.Port != 0 {
-					if err := needRoot(); err != nil {
-						return "", err
-					}
 					l, err := net.Listen("tcp", "127.0.0.1:0")
 					if err != nil {
 						return "", err
@@ -188,7 +192,7 @@ func (p *Provider) wrapService(cfg Config, b *box) dirfs.WrapFunc {
 			return address, nil
 		}
 		return dirfs.WrappedService{
-			// bwrap's info and block fds (sandboxArgs' --info-fd 3 --block-fd 4).
+			// fds 3 to 6 in the order above.
 			Argv: helper, Env: env, ExtraFiles: []*os.File{infoW, blockR, lifeR, upW},
 			Ready: ready, Ended: ended,
 			// bwrap dies of SIGTERM and would take the service with it.

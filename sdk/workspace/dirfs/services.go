@@ -195,17 +195,21 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 			return workspace.ServiceInfo{}, err
 		}
 	}
-	// Once the process started, its copies of ExtraFiles are its own.
-	defer closeFiles(wrapped.ExtraFiles)
 	release := func() {
 		if wrapped.Ended != nil {
 			wrapped.Ended()
 		}
 	}
+	// The process gets its own copies of ExtraFiles; ours close once it
+	// started, or failed to.
+	abandon := func() {
+		closeFiles(wrapped.ExtraFiles)
+		release()
+	}
 	argv, env := wrapped.Argv, wrapped.Env
 	path, err := lookPath(argv[0], envValue(env, "PATH"))
 	if err != nil {
-		release()
+		abandon()
 		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeNotFound, "argv", "service %s: %s: command not found", spec.Name, argv[0])
 	}
 	tail := &tailBuffer{max: serviceTailBytes}
@@ -224,12 +228,11 @@ func (s *Services) StartService(_ context.Context, spec workspace.ServiceSpec) (
 		ExtraFiles: wrapped.ExtraFiles,
 	}
 	if err := c.Start(); err != nil {
-		release()
+		abandon()
 		return workspace.ServiceInfo{}, plugin.Errorf(plugin.CodeUnavailable, "argv", "service %s: start %s: %v", spec.Name, argv[0], err)
 	}
 	pid := c.Process.Pid
 	closeFiles(wrapped.ExtraFiles)
-	wrapped.ExtraFiles = nil
 	address := ""
 	if wrapped.Ready != nil {
 		if address, err = wrapped.Ready(pid); err != nil {
