@@ -47,7 +47,7 @@ func (pluginsCheckCmd) Run(g *globals) error {
 }
 
 func startPlugins(ctx context.Context, cfg config.Host, log hclog.Logger, services engine.HostServices, ws workspace.Resolver) (*pluginmgr.Manager, error) {
-	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir)
+	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir, cfg.PluginDir)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func TestConsoleExamples(t *testing.T) {
 		// Columns, not spacing: tabwriter widens them to the rows.
 		assert.Equal(t, strings.Fields(header), strings.Fields(doc[0]), "%s: README's plugins check header", at)
 
-		configs, err := pluginmgr.LoadConfigDir(filepath.Join(repoRoot, "plugin-configs"))
+		configs, err := pluginmgr.LoadConfigDir(filepath.Join(repoRoot, "plugin-configs"), filepath.Join(repoRoot, "bin", "plugins"))
 		require.NoError(t, err)
 		var want, got []string
 		for _, c := range configs {

@@ -82,7 +82,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	if err := SeedModelsFromEnv(ctx, st, policy, log); err != nil {
 		return fail(fmt.Errorf("seed models: %w", err))
 	}
-	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir)
+	configs, err := pluginmgr.LoadConfigDir(cfg.PluginConfigDir, cfg.PluginDir)
 	if err != nil {
 		return fail(err)
 	}

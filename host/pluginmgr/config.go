@@ -5,8 +5,11 @@ package pluginmgr
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -17,6 +20,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 )
 
@@ -31,6 +35,14 @@ import (
 //	  env     = ["OPENAI_API_KEY"]        # host variables the plugin may see
 //	  config { root = "/srv/sandboxes" }  # handed to the plugin as JSON
 //	}
+//
+// A plugin run by an interpreter names it and its script:
+//
+//	command = "node"                                  # not in the plugin dir: the host's PATH
+//	args    = ["${plugin_dir}/agenthost-engine-echo-ts.js"]
+//
+// Strings may use ${plugin_dir} and ${config_dir} (the folder of the HCL
+// file), both absolute.
 //
 // A toolpack's block may also override its tools' default permissions and
 // bound their calls:
@@ -91,8 +103,9 @@ var (
 )
 
 // LoadConfigDir reads every *.hcl file of dir, in name order. A missing dir
-// is an error: a host with no plugins cannot run anything.
-func LoadConfigDir(dir string) ([]Config, error) {
+// is an error: a host with no plugins cannot run anything. pluginDir is
+// what ${plugin_dir} stands for.
+func LoadConfigDir(dir, pluginDir string) ([]Config, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
 	if err != nil {
 		return nil, err
@@ -108,7 +121,7 @@ func LoadConfigDir(dir string) ([]Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfgs, err := ParseConfig(f, src)
+		cfgs, err := ParseConfig(f, src, pluginDir)
 		if err != nil {
 			return nil, err
 		}
@@ -123,15 +136,20 @@ func LoadConfigDir(dir string) ([]Config, error) {
 	return out, nil
 }
 
-// ParseConfig parses one plugin HCL file.
-func ParseConfig(filename string, src []byte) ([]Config, error) {
+// ParseConfig parses one plugin HCL file; pluginDir is what ${plugin_dir}
+// stands for (an empty one leaves it undefined).
+func ParseConfig(filename string, src []byte, pluginDir string) ([]Config, error) {
 	p := hclparse.NewParser()
 	f, diags := p.ParseHCL(src, filename)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("parse %s: %s", filename, diags.Error())
 	}
+	ctx, err := evalContext(filename, pluginDir)
+	if err != nil {
+		return nil, err
+	}
 	var raw hclFile
-	if diags := gohcl.DecodeBody(f.Body, nil, &raw); diags.HasErrors() {
+	if diags := gohcl.DecodeBody(f.Body, ctx, &raw); diags.HasErrors() {
 		return nil, fmt.Errorf("decode %s: %s", filename, diags.Error())
 	}
 	if attrs, _ := raw.Remain.JustAttributes(); len(attrs) > 0 {
@@ -141,7 +159,7 @@ func ParseConfig(filename string, src []byte) ([]Config, error) {
 	}
 	var out []Config
 	for _, b := range raw.Plugins {
-		c, err := b.toConfig(filename)
+		c, err := b.toConfig(filename, ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +168,27 @@ func ParseConfig(filename string, src []byte) ([]Config, error) {
 	return out, nil
 }
 
-func (b hclPlugin) toConfig(filename string) (Config, error) {
+// evalContext defines the variables plugin files may use: the folders a
+// script or a data path is most often relative to, made absolute because a
+// plugin's working folder is the host's.
+func evalContext(filename, pluginDir string) (*hcl.EvalContext, error) {
+	vars := map[string]cty.Value{}
+	dir, err := filepath.Abs(filepath.Dir(filename))
+	if err != nil {
+		return nil, err
+	}
+	vars["config_dir"] = cty.StringVal(dir)
+	if pluginDir != "" {
+		abs, err := filepath.Abs(pluginDir)
+		if err != nil {
+			return nil, err
+		}
+		vars["plugin_dir"] = cty.StringVal(abs)
+	}
+	return &hcl.EvalContext{Variables: vars}, nil
+}
+
+func (b hclPlugin) toConfig(filename string, ctx *hcl.EvalContext) (Config, error) {
 	c := Config{
 		Name: b.Name, Kind: plugin.Kind(b.Kind), Command: b.Command, Args: b.Args,
 		SHA256: strings.ToLower(strings.TrimSpace(b.SHA256)), Env: b.Env, Enabled: true, File: filename,
@@ -208,7 +246,7 @@ func (b hclPlugin) toConfig(filename string) (Config, error) {
 		}
 		obj := map[string]json.RawMessage{}
 		for name, attr := range attrs {
-			v, diags := attr.Expr.Value(nil)
+			v, diags := attr.Expr.Value(ctx)
 			if diags.HasErrors() {
 				return fail("config.%s: %s", name, diags.Error())
 			}
@@ -229,8 +267,9 @@ func (b hclPlugin) toConfig(filename string) (Config, error) {
 
 // resolveCommand turns the configured command into an absolute path: an
 // absolute path stays, a path with a slash is relative to the config file's
-// folder, a bare name is looked up in the plugin dir. The file must exist and
-// be executable.
+// folder, a bare name is looked up in the plugin dir and then, for
+// interpreters such as node or python3, on the host's PATH. The file must
+// exist and be executable.
 func resolveCommand(c Config, pluginDir string) (string, error) {
 	p := c.Command
 	switch {
@@ -239,6 +278,13 @@ func resolveCommand(c Config, pluginDir string) (string, error) {
 		p = filepath.Join(filepath.Dir(c.File), p)
 	default:
 		p = filepath.Join(pluginDir, p)
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			found, lerr := exec.LookPath(c.Command)
+			if lerr != nil {
+				return "", fmt.Errorf("plugin binary %s: not in the plugin dir %s (run `make build`?) nor on the host's PATH", c.Command, pluginDir)
+			}
+			p = found
+		}
 	}
 	abs, err := filepath.Abs(p)
 	if err != nil {

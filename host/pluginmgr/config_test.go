@@ -32,7 +32,7 @@ plugin "mock" {
   enabled = false
 }
 `
-	cfgs, err := ParseConfig("x.hcl", []byte(src))
+	cfgs, err := ParseConfig("x.hcl", []byte(src), "")
 	require.NoError(t, err)
 	require.Len(t, cfgs, 2)
 	c := cfgs[0]
@@ -67,7 +67,7 @@ func TestParseConfigRejects(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseConfig("x.hcl", []byte(tc.src))
+			_, err := ParseConfig("x.hcl", []byte(tc.src), "")
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
@@ -82,7 +82,7 @@ plugin "patch" {
   permissions    = { coding_agent_run_command = "allow", coding_agent_delete_file = "deny" }
   tool_timeout_s = 300
 }
-`))
+`), "")
 	require.NoError(t, err)
 	require.Len(t, cfgs, 1)
 	assert.Equal(t, map[string]plugin.Permission{"coding_agent_run_command": plugin.PermissionAllow, "coding_agent_delete_file": plugin.PermissionDeny}, cfgs[0].Permissions)
@@ -93,11 +93,11 @@ func TestLoadConfigDirRejectsDuplicates(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.hcl"), []byte("plugin \"x\" {\n kind = \"engine\"\n command = \"a\"\n}\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.hcl"), []byte("plugin \"x\" {\n kind = \"engine\"\n command = \"b\"\n}\n"), 0o644))
-	_, err := LoadConfigDir(dir)
+	_, err := LoadConfigDir(dir, "")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "already defined")
 
-	_, err = LoadConfigDir(filepath.Join(dir, "missing"))
+	_, err = LoadConfigDir(filepath.Join(dir, "missing"), "")
 	assert.Error(t, err)
 }
 
@@ -119,6 +119,57 @@ func TestResolveCommand(t *testing.T) {
 	assert.ErrorContains(t, err, "not an executable")
 	_, err = resolveCommand(Config{Command: "missing"}, dir)
 	assert.ErrorContains(t, err, "make build")
+	assert.ErrorContains(t, err, "PATH")
+}
+
+// TestResolveCommandOnPath: a bare name the plugin dir lacks is an
+// interpreter on the host's PATH (command = "node"), resolved to its
+// absolute path; the plugin dir still wins when it has the name.
+func TestResolveCommandOnPath(t *testing.T) {
+	pathDir, pluginDir := t.TempDir(), t.TempDir()
+	interp := filepath.Join(pathDir, "interp")
+	require.NoError(t, os.WriteFile(interp, []byte("#!/bin/sh\n"), 0o755))
+	t.Setenv("PATH", pathDir)
+
+	got, err := resolveCommand(Config{Command: "interp"}, pluginDir)
+	require.NoError(t, err)
+	assert.Equal(t, interp, got)
+
+	own := filepath.Join(pluginDir, "interp")
+	require.NoError(t, os.WriteFile(own, []byte("#!/bin/sh\n"), 0o755))
+	got, err = resolveCommand(Config{Command: "interp"}, pluginDir)
+	require.NoError(t, err)
+	assert.Equal(t, own, got, "the plugin dir comes before PATH")
+}
+
+// TestParseConfigVariables: ${plugin_dir} and ${config_dir} are absolute
+// in command, args and config; an undefined one is a clear error.
+func TestParseConfigVariables(t *testing.T) {
+	src := []byte(`
+plugin "ts" {
+  kind    = "engine"
+  command = "node"
+  args    = ["${plugin_dir}/engine.js", "--data=${config_dir}/data"]
+  config { root = "${config_dir}/sandboxes" }
+}
+`)
+	cfgs, err := ParseConfig("configs/ts.hcl", src, "bin/plugins")
+	require.NoError(t, err)
+	require.Len(t, cfgs, 1)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(wd, "bin/plugins/engine.js"), "--data=" + filepath.Join(wd, "configs/data")}, cfgs[0].Args)
+	assert.JSONEq(t, `{"root":"`+filepath.Join(wd, "configs/sandboxes")+`"}`, string(cfgs[0].Config))
+
+	_, err = ParseConfig("ts.hcl", src, "")
+	assert.ErrorContains(t, err, "plugin_dir", "with no plugin dir the variable is unknown")
+	_, err = ParseConfig("ts.hcl", []byte(`
+plugin "ts" {
+  kind    = "engine"
+  command = "${home}/x"
+}
+`), "bin")
+	assert.ErrorContains(t, err, "home")
 }
 
 func FuzzParseConfig(f *testing.F) {
@@ -126,7 +177,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add("plugin \"b\" {\n kind = \"sandbox\"\n command = \"/abs\"\n env = [\"A\"]\n}\n")
 	f.Add(`}}}{{{`)
 	f.Fuzz(func(t *testing.T, src string) {
-		cfgs, err := ParseConfig("fuzz.hcl", []byte(src))
+		cfgs, err := ParseConfig("fuzz.hcl", []byte(src), "")
 		if err != nil {
 			return
 		}
