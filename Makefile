@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.7.0
 # (go.dev/issue/75804, fixed in Go 1.27); a count has no deadline to race.
 FUZZTIME ?= 20000x
 
-.PHONY: build tools run test cross bench fuzz proto lint clean soak
+.PHONY: build tools ts run test cross bench fuzz proto lint clean soak
 
 # Release builds: no symbol tables or DWARF (-s -w: the native engine drops
 # from 96 MB), no local paths (-trimpath), and the version stamped from git.
@@ -51,10 +51,20 @@ $(OPENCODE_STAMP):
 	BUN_BE_BUN=1 ./bin/opencode build --target=bun --format=esm --minify zod-entry.mjs --outfile zod.mjs >/dev/null; \
 	test -s zod.mjs; touch $(notdir $(OPENCODE_STAMP))
 
-build: tools
+build: tools ts
 	$(GO) build $(BUILD_FLAGS) -o $(BIN)/agenthost ./cmd/agenthost
 	@mkdir -p $(BIN)/plugins
 	@for p in $(PLUGINS); do $(GO) build $(BUILD_FLAGS) -o $(BIN)/plugins/$$p ./cmd/$$p || exit 1; done
+
+# The TypeScript SDK (sdk/typescript) and its echo engine example, built
+# with their pinned npm dependencies (npm ci from each package-lock.json,
+# again only when a lock changes) and bundled into one file in the plugin
+# dir: examples/engine-echo-ts/echo-ts.hcl launches it with node. Without
+# npm the Go side still builds; the TypeScript tests then skip (CI fails).
+TS_PACKAGES := sdk/typescript examples/engine-echo-ts
+
+ts:
+	@if ! command -v npm >/dev/null 2>&1; then 	  echo "npm not found: the TypeScript SDK and example are not built (apt-get install npm, then make build)"; exit 0; fi; 	set -e; for d in $(TS_PACKAGES); do 	  if [ ! -f $$d/node_modules/.ci-stamp ] || [ $$d/package-lock.json -nt $$d/node_modules/.ci-stamp ]; then 	    echo "npm ci in $$d"; (cd $$d && npm ci --no-audit --no-fund --loglevel=error) && touch $$d/node_modules/.ci-stamp; fi; 	  (cd $$d && npm run --silent build); 	done; 	mkdir -p $(BIN)/plugins; cp examples/engine-echo-ts/dist/agenthost-engine-echo-ts.js $(BIN)/plugins/
 
 # A local token for the quick start; the host listens on 127.0.0.1 only by
 # default. Set your own (or none) for anything shared.
@@ -146,4 +156,4 @@ lint:
 	$(GOBIN)/staticcheck ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) sdk/typescript/dist sdk/typescript/src/generated examples/engine-echo-ts/dist

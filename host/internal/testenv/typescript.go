@@ -1,0 +1,83 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// RequireNodeEnv, set to 1 (.ci/run sets it), makes a missing Node.js or
+// TypeScript toolchain fail the TypeScript engine tests instead of
+// skipping them.
+const RequireNodeEnv = "AGENTHOST_REQUIRE_NODE"
+
+// TypeScriptEchoBundle is the file name of the TypeScript echo engine's
+// bundle, as make build puts it into the plugin dir.
+const TypeScriptEchoBundle = "agenthost-engine-echo-ts.js"
+
+// RepoRoot is the folder of go.mod above the test's folder.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// BuildTypeScriptEcho builds the TypeScript SDK and the echo example from
+// their sources (type-checked, then bundled, as make build does) and copies
+// the bundle into dir. The packages' npm dependencies come from make build
+// (npm ci); without them, or without node, t is skipped unless
+// RequireNodeEnv says they must be there. Test packages that run at the
+// same time take turns: they build into the same dist folders.
+func BuildTypeScriptEcho(t testing.TB, dir string) {
+	t.Helper()
+	root := RepoRoot(t)
+	sdkDir := filepath.Join(root, "sdk", "typescript")
+	exampleDir := filepath.Join(root, "examples", "engine-echo-ts")
+	missing := ""
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = "node is not on PATH"
+	} else if _, err := exec.LookPath("npm"); err != nil {
+		missing = "npm is not on PATH"
+	} else {
+		for _, d := range []string{sdkDir, exampleDir} {
+			if _, err := os.Stat(filepath.Join(d, "node_modules")); err != nil {
+				missing = d + "/node_modules is missing (run make build)"
+			}
+		}
+	}
+	if missing != "" {
+		if os.Getenv(RequireNodeEnv) == "1" {
+			t.Fatalf("%s and %s=1", missing, RequireNodeEnv)
+		}
+		t.Skipf("%s: the TypeScript engine tests need Node.js (.ci/run installs it)", missing)
+	}
+
+	lock, err := os.OpenFile(filepath.Join(exampleDir, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	require.NoError(t, err)
+	defer lock.Close()
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file releases it too
+	for _, d := range []string{sdkDir, exampleDir} {
+		cmd := exec.Command("npm", "run", "--silent", "build")
+		cmd.Dir = d
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "npm run build in %s:\n%s", d, out)
+	}
+	bundle, err := os.ReadFile(filepath.Join(exampleDir, "dist", TypeScriptEchoBundle))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, TypeScriptEchoBundle), bundle, 0o644))
+}
