@@ -7,8 +7,6 @@ import (
 	"github.com/agenthost/agenthost/sdk/internal/roundtrip"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 )
 
 // Every field of the shared plugin types survives its proto.
@@ -46,19 +44,6 @@ func TestConversionsRoundTrip(t *testing.T) {
 	assert.Equal(t, failed, ToolResultFromProto(ToolResultToProto(failed)))
 }
 
-// overTheWire sends m through its wire encoding, as a peer would. A message
-// with only the string field set encodes exactly as an older peer's does
-// (proto3 leaves a zero enum out), and an enum number this build does not
-// know survives decoding as that number.
-func overTheWire[M proto.Message](t *testing.T, m M) M {
-	t.Helper()
-	b, err := proto.Marshal(m)
-	require.NoError(t, err)
-	out := m.ProtoReflect().New().Interface().(M)
-	require.NoError(t, proto.Unmarshal(b, out))
-	return out
-}
-
 // PluginInfo carries the kind twice: writers set the string and the enum,
 // readers prefer a known enum and fall back to the string.
 func TestInfoKindStringAndEnum(t *testing.T) {
@@ -70,7 +55,7 @@ func TestInfoKindStringAndEnum(t *testing.T) {
 		p := InfoToProto(plugin.Info{Name: "p", Kind: k})
 		assert.Equal(t, string(k), p.GetKind(), "writers set the string")
 		assert.Equal(t, e, p.GetKindEnum(), "writers set the enum")
-		assert.Equal(t, k, InfoFromProto(overTheWire(t, p)).Kind)
+		assert.Equal(t, k, InfoFromProto(roundtrip.OverTheWire(t, p)).Kind)
 	}
 	p := InfoToProto(plugin.Info{Kind: "gateway"})
 	assert.Equal(t, "gateway", p.GetKind(), "a kind outside the set travels in the string")
@@ -89,7 +74,7 @@ func TestInfoKindStringAndEnum(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, InfoFromProto(overTheWire(t, tc.in)).Kind)
+			assert.Equal(t, tc.want, InfoFromProto(roundtrip.OverTheWire(t, tc.in)).Kind)
 		})
 	}
 }
@@ -104,7 +89,7 @@ func TestToolSpecPermissionStringAndEnum(t *testing.T) {
 		p := ToolSpecToProto(plugin.ToolSpec{Name: "t", DefaultPermission: perm})
 		assert.Equal(t, string(perm), p.GetDefaultPermission(), "writers set the string")
 		assert.Equal(t, e, p.GetDefaultPermissionEnum(), "writers set the enum")
-		assert.Equal(t, perm, ToolSpecFromProto(overTheWire(t, p)).DefaultPermission)
+		assert.Equal(t, perm, ToolSpecFromProto(roundtrip.OverTheWire(t, p)).DefaultPermission)
 	}
 	p := ToolSpecToProto(plugin.ToolSpec{Name: "t"})
 	assert.Empty(t, p.GetDefaultPermission(), "no permission stays unset")
@@ -123,7 +108,7 @@ func TestToolSpecPermissionStringAndEnum(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, ToolSpecFromProto(overTheWire(t, tc.in)).DefaultPermission)
+			assert.Equal(t, tc.want, ToolSpecFromProto(roundtrip.OverTheWire(t, tc.in)).DefaultPermission)
 		})
 	}
 }
