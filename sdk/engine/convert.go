@@ -3,8 +3,24 @@ package engine
 import (
 	"time"
 
+	"github.com/agenthost/agenthost/sdk/internal/convert"
 	"github.com/agenthost/agenthost/sdk/internal/pb/enginev1"
 )
+
+// roles maps Message.Role to Message.role_enum.
+var roles = convert.NewEnum(map[enginev1.Role]string{
+	enginev1.Role_ROLE_SYSTEM:    "system",
+	enginev1.Role_ROLE_USER:      "user",
+	enginev1.Role_ROLE_ASSISTANT: "assistant",
+})
+
+// runStatuses maps Result.Status to RunResult.status_enum.
+var runStatuses = convert.NewEnum(map[enginev1.RunStatus]string{
+	enginev1.RunStatus_RUN_STATUS_COMPLETED: StatusCompleted,
+	enginev1.RunStatus_RUN_STATUS_FAILED:    StatusFailed,
+	enginev1.RunStatus_RUN_STATUS_CANCELLED: StatusCancelled,
+	enginev1.RunStatus_RUN_STATUS_PAUSED:    StatusPaused,
+})
 
 func requestToProto(r RunRequest) *enginev1.RunRequest {
 	p := &enginev1.RunRequest{
@@ -21,7 +37,7 @@ func requestToProto(r RunRequest) *enginev1.RunRequest {
 		},
 	}
 	for _, m := range r.History {
-		p.History = append(p.History, &enginev1.Message{Role: m.Role, Content: m.Content})
+		p.History = append(p.History, &enginev1.Message{Role: m.Role, RoleEnum: roles.ToProto(m.Role), Content: m.Content})
 	}
 	for _, t := range r.Tools {
 		p.Tools = append(p.Tools, &enginev1.ToolDescriptor{Name: t.Name, Description: t.Description, InputSchemaJson: t.InputSchema})
@@ -46,7 +62,7 @@ func requestFromProto(p *enginev1.RunRequest) RunRequest {
 		},
 	}
 	for _, h := range p.GetHistory() {
-		r.History = append(r.History, Message{Role: h.GetRole(), Content: h.GetContent()})
+		r.History = append(r.History, Message{Role: roles.FromProto(h.GetRoleEnum(), h.GetRole()), Content: h.GetContent()})
 	}
 	for _, t := range p.GetTools() {
 		r.Tools = append(r.Tools, ToolDescriptor{Name: t.GetName(), Description: t.GetDescription(), InputSchema: t.GetInputSchemaJson()})
@@ -99,14 +115,15 @@ func eventFromProto(p *enginev1.Event) (Event, bool) {
 
 func resultToProto(r Result) *enginev1.RunResult {
 	return &enginev1.RunResult{
-		Status: r.Status, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
+		Status: r.Status, StatusEnum: runStatuses.ToProto(r.Status), ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
 		DiagnosticsJson: r.Diagnostics, OutputText: r.OutputText, PauseReason: r.PauseReason,
 	}
 }
 
 func resultFromProto(p *enginev1.RunResult) Result {
 	return Result{
-		Status: p.GetStatus(), ErrorCode: p.GetErrorCode(), ErrorMessage: p.GetErrorMessage(),
+		Status:    runStatuses.FromProto(p.GetStatusEnum(), p.GetStatus()),
+		ErrorCode: p.GetErrorCode(), ErrorMessage: p.GetErrorMessage(),
 		Diagnostics: p.GetDiagnosticsJson(), OutputText: p.GetOutputText(), PauseReason: p.GetPauseReason(),
 	}
 }

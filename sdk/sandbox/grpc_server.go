@@ -61,13 +61,19 @@ func (s *server) Health(ctx context.Context, _ *pluginv1.HealthRequest) (*plugin
 	return &pluginv1.HealthResponse{Healthy: true}, nil
 }
 
+// sandboxStates maps Info.Status to SandboxInfo.status_enum.
+var sandboxStates = convert.NewEnum(map[sandboxv1.SandboxState]string{
+	sandboxv1.SandboxState_SANDBOX_STATE_RUNNING: StatusRunning,
+	sandboxv1.SandboxState_SANDBOX_STATE_STOPPED: StatusStopped,
+})
+
 func infoToProto(i Info) *sandboxv1.SandboxInfo {
-	return &sandboxv1.SandboxInfo{Id: i.ID, Status: i.Status, CreatedAtUnixMs: i.CreatedAt.UnixMilli(), ScopeKey: i.ScopeKey,
-		SnapshotGeneration: i.SnapshotGeneration}
+	return &sandboxv1.SandboxInfo{Id: i.ID, Status: i.Status, StatusEnum: sandboxStates.ToProto(i.Status),
+		CreatedAtUnixMs: i.CreatedAt.UnixMilli(), ScopeKey: i.ScopeKey, SnapshotGeneration: i.SnapshotGeneration}
 }
 
 func infoFromProto(p *sandboxv1.SandboxInfo) Info {
-	return Info{ID: p.GetId(), Status: p.GetStatus(), CreatedAt: time.UnixMilli(p.GetCreatedAtUnixMs()), ScopeKey: p.GetScopeKey(),
+	return Info{ID: p.GetId(), Status: sandboxStates.FromProto(p.GetStatusEnum(), p.GetStatus()), CreatedAt: time.UnixMilli(p.GetCreatedAtUnixMs()), ScopeKey: p.GetScopeKey(),
 		SnapshotGeneration: p.GetSnapshotGeneration()}
 }
 

@@ -7,10 +7,24 @@ import (
 	"github.com/agenthost/agenthost/sdk/plugin"
 )
 
+// pluginKinds maps plugin.Kind to PluginInfo.kind_enum.
+var pluginKinds = NewEnum(map[pluginv1.PluginKind]plugin.Kind{
+	pluginv1.PluginKind_PLUGIN_KIND_ENGINE:   plugin.KindEngine,
+	pluginv1.PluginKind_PLUGIN_KIND_SANDBOX:  plugin.KindSandbox,
+	pluginv1.PluginKind_PLUGIN_KIND_TOOLPACK: plugin.KindToolpack,
+})
+
+// permissions maps plugin.Permission to ToolSpec.default_permission_enum.
+var permissions = NewEnum(map[pluginv1.Permission]plugin.Permission{
+	pluginv1.Permission_PERMISSION_ALLOW: plugin.PermissionAllow,
+	pluginv1.Permission_PERMISSION_ASK:   plugin.PermissionAsk,
+	pluginv1.Permission_PERMISSION_DENY:  plugin.PermissionDeny,
+})
+
 // InfoToProto converts plugin.Info.
 func InfoToProto(i plugin.Info) *pluginv1.PluginInfo {
 	return &pluginv1.PluginInfo{
-		Name: i.Name, Kind: string(i.Kind), Version: i.Version,
+		Name: i.Name, Kind: string(i.Kind), KindEnum: pluginKinds.ToProto(i.Kind), Version: i.Version,
 		ApiVersion: uint32(i.APIVersion), Description: i.Description,
 		Capabilities: i.Capabilities,
 	}
@@ -19,7 +33,7 @@ func InfoToProto(i plugin.Info) *pluginv1.PluginInfo {
 // InfoFromProto converts a PluginInfo message.
 func InfoFromProto(p *pluginv1.PluginInfo) plugin.Info {
 	return plugin.Info{
-		Name: p.GetName(), Kind: plugin.Kind(p.GetKind()), Version: p.GetVersion(),
+		Name: p.GetName(), Kind: pluginKinds.FromProto(p.GetKindEnum(), p.GetKind()), Version: p.GetVersion(),
 		APIVersion: int(p.GetApiVersion()), Description: p.GetDescription(),
 		Capabilities: p.GetCapabilities(),
 	}
@@ -40,7 +54,8 @@ func ToolSpecToProto(s plugin.ToolSpec) *pluginv1.ToolSpec {
 	return &pluginv1.ToolSpec{
 		Name: s.Name, Description: s.Description,
 		InputSchemaJson: s.InputSchema, OutputSchemaJson: s.OutputSchema,
-		DefaultPermission: string(s.DefaultPermission),
+		DefaultPermission:     string(s.DefaultPermission),
+		DefaultPermissionEnum: permissions.ToProto(s.DefaultPermission),
 	}
 }
 
@@ -49,7 +64,7 @@ func ToolSpecFromProto(p *pluginv1.ToolSpec) plugin.ToolSpec {
 	return plugin.ToolSpec{
 		Name: p.GetName(), Description: p.GetDescription(),
 		InputSchema: p.GetInputSchemaJson(), OutputSchema: p.GetOutputSchemaJson(),
-		DefaultPermission: plugin.Permission(p.GetDefaultPermission()),
+		DefaultPermission: permissions.FromProto(p.GetDefaultPermissionEnum(), p.GetDefaultPermission()),
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package roundtrip helps the sdk's tests prove that every field of a
 // type survives its proto conversion: Fill sets every exported field to a
 // value that is not its zero, so a field a conversion forgets comes back
-// zero and the comparison fails. Only tests use it.
+// zero and the comparison fails. OverTheWire sends a proto message through
+// its wire encoding, as a peer would. Only tests use it.
 package roundtrip
 
 import (

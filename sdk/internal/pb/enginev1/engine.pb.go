@@ -26,11 +26,124 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Role is who spoke a Message.
+type Role int32
+
+const (
+	Role_ROLE_UNSPECIFIED Role = 0
+	Role_ROLE_SYSTEM      Role = 1
+	Role_ROLE_USER        Role = 2
+	Role_ROLE_ASSISTANT   Role = 3
+)
+
+// Enum value maps for Role.
+var (
+	Role_name = map[int32]string{
+		0: "ROLE_UNSPECIFIED",
+		1: "ROLE_SYSTEM",
+		2: "ROLE_USER",
+		3: "ROLE_ASSISTANT",
+	}
+	Role_value = map[string]int32{
+		"ROLE_UNSPECIFIED": 0,
+		"ROLE_SYSTEM":      1,
+		"ROLE_USER":        2,
+		"ROLE_ASSISTANT":   3,
+	}
+)
+
+func (x Role) Enum() *Role {
+	p := new(Role)
+	*p = x
+	return p
+}
+
+func (x Role) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Role) Descriptor() protoreflect.EnumDescriptor {
+	return file_agenthost_engine_v1_engine_proto_enumTypes[0].Descriptor()
+}
+
+func (Role) Type() protoreflect.EnumType {
+	return &file_agenthost_engine_v1_engine_proto_enumTypes[0]
+}
+
+func (x Role) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Role.Descriptor instead.
+func (Role) EnumDescriptor() ([]byte, []int) {
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{0}
+}
+
+// RunStatus is how a run ended.
+type RunStatus int32
+
+const (
+	RunStatus_RUN_STATUS_UNSPECIFIED RunStatus = 0
+	RunStatus_RUN_STATUS_COMPLETED   RunStatus = 1
+	RunStatus_RUN_STATUS_FAILED      RunStatus = 2
+	RunStatus_RUN_STATUS_CANCELLED   RunStatus = 3
+	RunStatus_RUN_STATUS_PAUSED      RunStatus = 4
+)
+
+// Enum value maps for RunStatus.
+var (
+	RunStatus_name = map[int32]string{
+		0: "RUN_STATUS_UNSPECIFIED",
+		1: "RUN_STATUS_COMPLETED",
+		2: "RUN_STATUS_FAILED",
+		3: "RUN_STATUS_CANCELLED",
+		4: "RUN_STATUS_PAUSED",
+	}
+	RunStatus_value = map[string]int32{
+		"RUN_STATUS_UNSPECIFIED": 0,
+		"RUN_STATUS_COMPLETED":   1,
+		"RUN_STATUS_FAILED":      2,
+		"RUN_STATUS_CANCELLED":   3,
+		"RUN_STATUS_PAUSED":      4,
+	}
+)
+
+func (x RunStatus) Enum() *RunStatus {
+	p := new(RunStatus)
+	*p = x
+	return p
+}
+
+func (x RunStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RunStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_agenthost_engine_v1_engine_proto_enumTypes[1].Descriptor()
+}
+
+func (RunStatus) Type() protoreflect.EnumType {
+	return &file_agenthost_engine_v1_engine_proto_enumTypes[1]
+}
+
+func (x RunStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RunStatus.Descriptor instead.
+func (RunStatus) EnumDescriptor() ([]byte, []int) {
+	return file_agenthost_engine_v1_engine_proto_rawDescGZIP(), []int{1}
+}
+
 type Message struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "system", "user" or "assistant".
-	Role          string `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
-	Content       string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// "system", "user" or "assistant". Kept for older peers: writers set both
+	// role and role_enum, readers prefer role_enum when it is a value they
+	// know and fall back to role otherwise.
+	Role    string `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// role as a typed enum.
+	RoleEnum      Role `protobuf:"varint,3,opt,name=role_enum,json=roleEnum,proto3,enum=agenthost.engine.v1.Role" json:"role_enum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -77,6 +190,13 @@ func (x *Message) GetContent() string {
 		return x.Content
 	}
 	return ""
+}
+
+func (x *Message) GetRoleEnum() Role {
+	if x != nil {
+		return x.RoleEnum
+	}
+	return Role_ROLE_UNSPECIFIED
 }
 
 type ModelSpec struct {
@@ -910,7 +1030,9 @@ func (x *ToolFinished) GetDiagnosticsJson() []byte {
 
 type RunResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "completed", "failed", "cancelled" or "paused".
+	// "completed", "failed", "cancelled" or "paused". Kept for older peers:
+	// writers set both status and status_enum, readers prefer status_enum
+	// when it is a value they know and fall back to status otherwise.
 	Status          string `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	ErrorCode       string `protobuf:"bytes,2,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
 	ErrorMessage    string `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
@@ -918,7 +1040,9 @@ type RunResult struct {
 	// The final assistant output (used when nothing was streamed).
 	OutputText string `protobuf:"bytes,5,opt,name=output_text,json=outputText,proto3" json:"output_text,omitempty"`
 	// Why the run paused (e.g. "token_budget").
-	PauseReason   string `protobuf:"bytes,6,opt,name=pause_reason,json=pauseReason,proto3" json:"pause_reason,omitempty"`
+	PauseReason string `protobuf:"bytes,6,opt,name=pause_reason,json=pauseReason,proto3" json:"pause_reason,omitempty"`
+	// status as a typed enum.
+	StatusEnum    RunStatus `protobuf:"varint,7,opt,name=status_enum,json=statusEnum,proto3,enum=agenthost.engine.v1.RunStatus" json:"status_enum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -993,6 +1117,13 @@ func (x *RunResult) GetPauseReason() string {
 		return x.PauseReason
 	}
 	return ""
+}
+
+func (x *RunResult) GetStatusEnum() RunStatus {
+	if x != nil {
+		return x.StatusEnum
+	}
+	return RunStatus_RUN_STATUS_UNSPECIFIED
 }
 
 type RunUpdate struct {
@@ -1490,10 +1621,11 @@ var File_agenthost_engine_v1_engine_proto protoreflect.FileDescriptor
 
 const file_agenthost_engine_v1_engine_proto_rawDesc = "" +
 	"\n" +
-	" agenthost/engine/v1/engine.proto\x12\x13agenthost.engine.v1\x1a agenthost/plugin/v1/plugin.proto\"7\n" +
+	" agenthost/engine/v1/engine.proto\x12\x13agenthost.engine.v1\x1a agenthost/plugin/v1/plugin.proto\"o\n" +
 	"\aMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
-	"\acontent\x18\x02 \x01(\tR\acontent\"\xc1\x01\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x126\n" +
+	"\trole_enum\x18\x03 \x01(\x0e2\x19.agenthost.engine.v1.RoleR\broleEnum\"\xc1\x01\n" +
 	"\tModelSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12%\n" +
@@ -1555,7 +1687,7 @@ const file_agenthost_engine_v1_engine_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\x05 \x01(\tR\terrorCode\x12#\n" +
 	"\rerror_message\x18\x06 \x01(\tR\ferrorMessage\x12)\n" +
-	"\x10diagnostics_json\x18\a \x01(\fR\x0fdiagnosticsJson\"\xd6\x01\n" +
+	"\x10diagnostics_json\x18\a \x01(\fR\x0fdiagnosticsJson\"\x97\x02\n" +
 	"\tRunResult\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x1d\n" +
 	"\n" +
@@ -1564,7 +1696,9 @@ const file_agenthost_engine_v1_engine_proto_rawDesc = "" +
 	"\x10diagnostics_json\x18\x04 \x01(\fR\x0fdiagnosticsJson\x12\x1f\n" +
 	"\voutput_text\x18\x05 \x01(\tR\n" +
 	"outputText\x12!\n" +
-	"\fpause_reason\x18\x06 \x01(\tR\vpauseReason\"\x83\x01\n" +
+	"\fpause_reason\x18\x06 \x01(\tR\vpauseReason\x12?\n" +
+	"\vstatus_enum\x18\a \x01(\x0e2\x1e.agenthost.engine.v1.RunStatusR\n" +
+	"statusEnum\"\x83\x01\n" +
 	"\tRunUpdate\x122\n" +
 	"\x05event\x18\x01 \x01(\v2\x1a.agenthost.engine.v1.EventH\x00R\x05event\x128\n" +
 	"\x06result\x18\x02 \x01(\v2\x1e.agenthost.engine.v1.RunResultH\x00R\x06resultB\b\n" +
@@ -1595,7 +1729,18 @@ const file_agenthost_engine_v1_engine_proto_rawDesc = "" +
 	"\fafter_events\x18\x06 \x01(\x04R\vafterEvents\"B\n" +
 	"\x12PermissionDecision\x12\x14\n" +
 	"\x05allow\x18\x01 \x01(\bR\x05allow\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason2\x9f\x03\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason*P\n" +
+	"\x04Role\x12\x14\n" +
+	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vROLE_SYSTEM\x10\x01\x12\r\n" +
+	"\tROLE_USER\x10\x02\x12\x12\n" +
+	"\x0eROLE_ASSISTANT\x10\x03*\x89\x01\n" +
+	"\tRunStatus\x12\x1a\n" +
+	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14RUN_STATUS_COMPLETED\x10\x01\x12\x15\n" +
+	"\x11RUN_STATUS_FAILED\x10\x02\x12\x18\n" +
+	"\x14RUN_STATUS_CANCELLED\x10\x03\x12\x15\n" +
+	"\x11RUN_STATUS_PAUSED\x10\x042\x9f\x03\n" +
 	"\x06Engine\x12I\n" +
 	"\x04Info\x12 .agenthost.plugin.v1.InfoRequest\x1a\x1f.agenthost.plugin.v1.PluginInfo\x12Z\n" +
 	"\tConfigure\x12%.agenthost.plugin.v1.ConfigureRequest\x1a&.agenthost.plugin.v1.ConfigureResponse\x12Q\n" +
@@ -1620,71 +1765,76 @@ func file_agenthost_engine_v1_engine_proto_rawDescGZIP() []byte {
 	return file_agenthost_engine_v1_engine_proto_rawDescData
 }
 
+var file_agenthost_engine_v1_engine_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_agenthost_engine_v1_engine_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_agenthost_engine_v1_engine_proto_goTypes = []any{
-	(*Message)(nil),                    // 0: agenthost.engine.v1.Message
-	(*ModelSpec)(nil),                  // 1: agenthost.engine.v1.ModelSpec
-	(*Limits)(nil),                     // 2: agenthost.engine.v1.Limits
-	(*ToolDescriptor)(nil),             // 3: agenthost.engine.v1.ToolDescriptor
-	(*RunRequest)(nil),                 // 4: agenthost.engine.v1.RunRequest
-	(*AssistantDelta)(nil),             // 5: agenthost.engine.v1.AssistantDelta
-	(*StatusUpdate)(nil),               // 6: agenthost.engine.v1.StatusUpdate
-	(*Reasoning)(nil),                  // 7: agenthost.engine.v1.Reasoning
-	(*Usage)(nil),                      // 8: agenthost.engine.v1.Usage
-	(*Event)(nil),                      // 9: agenthost.engine.v1.Event
-	(*ToolStarted)(nil),                // 10: agenthost.engine.v1.ToolStarted
-	(*ToolFinished)(nil),               // 11: agenthost.engine.v1.ToolFinished
-	(*RunResult)(nil),                  // 12: agenthost.engine.v1.RunResult
-	(*RunUpdate)(nil),                  // 13: agenthost.engine.v1.RunUpdate
-	(*CancelRequest)(nil),              // 14: agenthost.engine.v1.CancelRequest
-	(*CancelResponse)(nil),             // 15: agenthost.engine.v1.CancelResponse
-	(*CallToolRequest)(nil),            // 16: agenthost.engine.v1.CallToolRequest
-	(*SaveStateRequest)(nil),           // 17: agenthost.engine.v1.SaveStateRequest
-	(*SaveStateResponse)(nil),          // 18: agenthost.engine.v1.SaveStateResponse
-	(*PermissionRequest)(nil),          // 19: agenthost.engine.v1.PermissionRequest
-	(*PermissionDecision)(nil),         // 20: agenthost.engine.v1.PermissionDecision
-	(*pluginv1.InfoRequest)(nil),       // 21: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 22: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 23: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 24: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 25: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 26: agenthost.plugin.v1.HealthResponse
-	(*pluginv1.ToolResult)(nil),        // 27: agenthost.plugin.v1.ToolResult
+	(Role)(0),                          // 0: agenthost.engine.v1.Role
+	(RunStatus)(0),                     // 1: agenthost.engine.v1.RunStatus
+	(*Message)(nil),                    // 2: agenthost.engine.v1.Message
+	(*ModelSpec)(nil),                  // 3: agenthost.engine.v1.ModelSpec
+	(*Limits)(nil),                     // 4: agenthost.engine.v1.Limits
+	(*ToolDescriptor)(nil),             // 5: agenthost.engine.v1.ToolDescriptor
+	(*RunRequest)(nil),                 // 6: agenthost.engine.v1.RunRequest
+	(*AssistantDelta)(nil),             // 7: agenthost.engine.v1.AssistantDelta
+	(*StatusUpdate)(nil),               // 8: agenthost.engine.v1.StatusUpdate
+	(*Reasoning)(nil),                  // 9: agenthost.engine.v1.Reasoning
+	(*Usage)(nil),                      // 10: agenthost.engine.v1.Usage
+	(*Event)(nil),                      // 11: agenthost.engine.v1.Event
+	(*ToolStarted)(nil),                // 12: agenthost.engine.v1.ToolStarted
+	(*ToolFinished)(nil),               // 13: agenthost.engine.v1.ToolFinished
+	(*RunResult)(nil),                  // 14: agenthost.engine.v1.RunResult
+	(*RunUpdate)(nil),                  // 15: agenthost.engine.v1.RunUpdate
+	(*CancelRequest)(nil),              // 16: agenthost.engine.v1.CancelRequest
+	(*CancelResponse)(nil),             // 17: agenthost.engine.v1.CancelResponse
+	(*CallToolRequest)(nil),            // 18: agenthost.engine.v1.CallToolRequest
+	(*SaveStateRequest)(nil),           // 19: agenthost.engine.v1.SaveStateRequest
+	(*SaveStateResponse)(nil),          // 20: agenthost.engine.v1.SaveStateResponse
+	(*PermissionRequest)(nil),          // 21: agenthost.engine.v1.PermissionRequest
+	(*PermissionDecision)(nil),         // 22: agenthost.engine.v1.PermissionDecision
+	(*pluginv1.InfoRequest)(nil),       // 23: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 24: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 25: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 26: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 27: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 28: agenthost.plugin.v1.HealthResponse
+	(*pluginv1.ToolResult)(nil),        // 29: agenthost.plugin.v1.ToolResult
 }
 var file_agenthost_engine_v1_engine_proto_depIdxs = []int32{
-	0,  // 0: agenthost.engine.v1.RunRequest.history:type_name -> agenthost.engine.v1.Message
-	1,  // 1: agenthost.engine.v1.RunRequest.model:type_name -> agenthost.engine.v1.ModelSpec
-	3,  // 2: agenthost.engine.v1.RunRequest.tools:type_name -> agenthost.engine.v1.ToolDescriptor
-	2,  // 3: agenthost.engine.v1.RunRequest.limits:type_name -> agenthost.engine.v1.Limits
-	5,  // 4: agenthost.engine.v1.Event.assistant_delta:type_name -> agenthost.engine.v1.AssistantDelta
-	6,  // 5: agenthost.engine.v1.Event.status:type_name -> agenthost.engine.v1.StatusUpdate
-	7,  // 6: agenthost.engine.v1.Event.reasoning:type_name -> agenthost.engine.v1.Reasoning
-	8,  // 7: agenthost.engine.v1.Event.usage:type_name -> agenthost.engine.v1.Usage
-	10, // 8: agenthost.engine.v1.Event.tool_started:type_name -> agenthost.engine.v1.ToolStarted
-	11, // 9: agenthost.engine.v1.Event.tool_finished:type_name -> agenthost.engine.v1.ToolFinished
-	9,  // 10: agenthost.engine.v1.RunUpdate.event:type_name -> agenthost.engine.v1.Event
-	12, // 11: agenthost.engine.v1.RunUpdate.result:type_name -> agenthost.engine.v1.RunResult
-	21, // 12: agenthost.engine.v1.Engine.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	22, // 13: agenthost.engine.v1.Engine.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	23, // 14: agenthost.engine.v1.Engine.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	4,  // 15: agenthost.engine.v1.Engine.Run:input_type -> agenthost.engine.v1.RunRequest
-	14, // 16: agenthost.engine.v1.Engine.Cancel:input_type -> agenthost.engine.v1.CancelRequest
-	16, // 17: agenthost.engine.v1.EngineHost.CallTool:input_type -> agenthost.engine.v1.CallToolRequest
-	17, // 18: agenthost.engine.v1.EngineHost.SaveState:input_type -> agenthost.engine.v1.SaveStateRequest
-	19, // 19: agenthost.engine.v1.EngineHost.RequestPermission:input_type -> agenthost.engine.v1.PermissionRequest
-	24, // 20: agenthost.engine.v1.Engine.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	25, // 21: agenthost.engine.v1.Engine.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	26, // 22: agenthost.engine.v1.Engine.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	13, // 23: agenthost.engine.v1.Engine.Run:output_type -> agenthost.engine.v1.RunUpdate
-	15, // 24: agenthost.engine.v1.Engine.Cancel:output_type -> agenthost.engine.v1.CancelResponse
-	27, // 25: agenthost.engine.v1.EngineHost.CallTool:output_type -> agenthost.plugin.v1.ToolResult
-	18, // 26: agenthost.engine.v1.EngineHost.SaveState:output_type -> agenthost.engine.v1.SaveStateResponse
-	20, // 27: agenthost.engine.v1.EngineHost.RequestPermission:output_type -> agenthost.engine.v1.PermissionDecision
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	0,  // 0: agenthost.engine.v1.Message.role_enum:type_name -> agenthost.engine.v1.Role
+	2,  // 1: agenthost.engine.v1.RunRequest.history:type_name -> agenthost.engine.v1.Message
+	3,  // 2: agenthost.engine.v1.RunRequest.model:type_name -> agenthost.engine.v1.ModelSpec
+	5,  // 3: agenthost.engine.v1.RunRequest.tools:type_name -> agenthost.engine.v1.ToolDescriptor
+	4,  // 4: agenthost.engine.v1.RunRequest.limits:type_name -> agenthost.engine.v1.Limits
+	7,  // 5: agenthost.engine.v1.Event.assistant_delta:type_name -> agenthost.engine.v1.AssistantDelta
+	8,  // 6: agenthost.engine.v1.Event.status:type_name -> agenthost.engine.v1.StatusUpdate
+	9,  // 7: agenthost.engine.v1.Event.reasoning:type_name -> agenthost.engine.v1.Reasoning
+	10, // 8: agenthost.engine.v1.Event.usage:type_name -> agenthost.engine.v1.Usage
+	12, // 9: agenthost.engine.v1.Event.tool_started:type_name -> agenthost.engine.v1.ToolStarted
+	13, // 10: agenthost.engine.v1.Event.tool_finished:type_name -> agenthost.engine.v1.ToolFinished
+	1,  // 11: agenthost.engine.v1.RunResult.status_enum:type_name -> agenthost.engine.v1.RunStatus
+	11, // 12: agenthost.engine.v1.RunUpdate.event:type_name -> agenthost.engine.v1.Event
+	14, // 13: agenthost.engine.v1.RunUpdate.result:type_name -> agenthost.engine.v1.RunResult
+	23, // 14: agenthost.engine.v1.Engine.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	24, // 15: agenthost.engine.v1.Engine.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	25, // 16: agenthost.engine.v1.Engine.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	6,  // 17: agenthost.engine.v1.Engine.Run:input_type -> agenthost.engine.v1.RunRequest
+	16, // 18: agenthost.engine.v1.Engine.Cancel:input_type -> agenthost.engine.v1.CancelRequest
+	18, // 19: agenthost.engine.v1.EngineHost.CallTool:input_type -> agenthost.engine.v1.CallToolRequest
+	19, // 20: agenthost.engine.v1.EngineHost.SaveState:input_type -> agenthost.engine.v1.SaveStateRequest
+	21, // 21: agenthost.engine.v1.EngineHost.RequestPermission:input_type -> agenthost.engine.v1.PermissionRequest
+	26, // 22: agenthost.engine.v1.Engine.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	27, // 23: agenthost.engine.v1.Engine.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	28, // 24: agenthost.engine.v1.Engine.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	15, // 25: agenthost.engine.v1.Engine.Run:output_type -> agenthost.engine.v1.RunUpdate
+	17, // 26: agenthost.engine.v1.Engine.Cancel:output_type -> agenthost.engine.v1.CancelResponse
+	29, // 27: agenthost.engine.v1.EngineHost.CallTool:output_type -> agenthost.plugin.v1.ToolResult
+	20, // 28: agenthost.engine.v1.EngineHost.SaveState:output_type -> agenthost.engine.v1.SaveStateResponse
+	22, // 29: agenthost.engine.v1.EngineHost.RequestPermission:output_type -> agenthost.engine.v1.PermissionDecision
+	22, // [22:30] is the sub-list for method output_type
+	14, // [14:22] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_engine_v1_engine_proto_init() }
@@ -1709,13 +1859,14 @@ func file_agenthost_engine_v1_engine_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_engine_v1_engine_proto_rawDesc), len(file_agenthost_engine_v1_engine_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      2,
 			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
 		GoTypes:           file_agenthost_engine_v1_engine_proto_goTypes,
 		DependencyIndexes: file_agenthost_engine_v1_engine_proto_depIdxs,
+		EnumInfos:         file_agenthost_engine_v1_engine_proto_enumTypes,
 		MessageInfos:      file_agenthost_engine_v1_engine_proto_msgTypes,
 	}.Build()
 	File_agenthost_engine_v1_engine_proto = out.File

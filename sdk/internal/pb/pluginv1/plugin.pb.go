@@ -25,6 +25,112 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PluginKind is the kind of a plugin.
+type PluginKind int32
+
+const (
+	PluginKind_PLUGIN_KIND_UNSPECIFIED PluginKind = 0
+	PluginKind_PLUGIN_KIND_ENGINE      PluginKind = 1
+	PluginKind_PLUGIN_KIND_SANDBOX     PluginKind = 2
+	PluginKind_PLUGIN_KIND_TOOLPACK    PluginKind = 3
+)
+
+// Enum value maps for PluginKind.
+var (
+	PluginKind_name = map[int32]string{
+		0: "PLUGIN_KIND_UNSPECIFIED",
+		1: "PLUGIN_KIND_ENGINE",
+		2: "PLUGIN_KIND_SANDBOX",
+		3: "PLUGIN_KIND_TOOLPACK",
+	}
+	PluginKind_value = map[string]int32{
+		"PLUGIN_KIND_UNSPECIFIED": 0,
+		"PLUGIN_KIND_ENGINE":      1,
+		"PLUGIN_KIND_SANDBOX":     2,
+		"PLUGIN_KIND_TOOLPACK":    3,
+	}
+)
+
+func (x PluginKind) Enum() *PluginKind {
+	p := new(PluginKind)
+	*p = x
+	return p
+}
+
+func (x PluginKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PluginKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_agenthost_plugin_v1_plugin_proto_enumTypes[0].Descriptor()
+}
+
+func (PluginKind) Type() protoreflect.EnumType {
+	return &file_agenthost_plugin_v1_plugin_proto_enumTypes[0]
+}
+
+func (x PluginKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PluginKind.Descriptor instead.
+func (PluginKind) EnumDescriptor() ([]byte, []int) {
+	return file_agenthost_plugin_v1_plugin_proto_rawDescGZIP(), []int{0}
+}
+
+// Permission is the decision the host applies to a tool call.
+type Permission int32
+
+const (
+	Permission_PERMISSION_UNSPECIFIED Permission = 0
+	Permission_PERMISSION_ALLOW       Permission = 1
+	Permission_PERMISSION_ASK         Permission = 2
+	Permission_PERMISSION_DENY        Permission = 3
+)
+
+// Enum value maps for Permission.
+var (
+	Permission_name = map[int32]string{
+		0: "PERMISSION_UNSPECIFIED",
+		1: "PERMISSION_ALLOW",
+		2: "PERMISSION_ASK",
+		3: "PERMISSION_DENY",
+	}
+	Permission_value = map[string]int32{
+		"PERMISSION_UNSPECIFIED": 0,
+		"PERMISSION_ALLOW":       1,
+		"PERMISSION_ASK":         2,
+		"PERMISSION_DENY":        3,
+	}
+)
+
+func (x Permission) Enum() *Permission {
+	p := new(Permission)
+	*p = x
+	return p
+}
+
+func (x Permission) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Permission) Descriptor() protoreflect.EnumDescriptor {
+	return file_agenthost_plugin_v1_plugin_proto_enumTypes[1].Descriptor()
+}
+
+func (Permission) Type() protoreflect.EnumType {
+	return &file_agenthost_plugin_v1_plugin_proto_enumTypes[1]
+}
+
+func (x Permission) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Permission.Descriptor instead.
+func (Permission) EnumDescriptor() ([]byte, []int) {
+	return file_agenthost_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+}
+
 type InfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -66,7 +172,9 @@ func (*InfoRequest) Descriptor() ([]byte, []int) {
 type PluginInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// "engine", "sandbox" or "toolpack".
+	// "engine", "sandbox" or "toolpack". Kept for older peers: writers set
+	// both kind and kind_enum, readers prefer kind_enum when it is a value
+	// they know and fall back to kind otherwise.
 	Kind string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The plugin's own version (free form, semver recommended).
 	Version string `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
@@ -74,7 +182,9 @@ type PluginInfo struct {
 	ApiVersion  uint32 `protobuf:"varint,4,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
 	Description string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
 	// Free-form capability flags, e.g. "workspace_exec" = "true".
-	Capabilities  map[string]string `protobuf:"bytes,6,rep,name=capabilities,proto3" json:"capabilities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Capabilities map[string]string `protobuf:"bytes,6,rep,name=capabilities,proto3" json:"capabilities,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// kind as a typed enum.
+	KindEnum      PluginKind `protobuf:"varint,7,opt,name=kind_enum,json=kindEnum,proto3,enum=agenthost.plugin.v1.PluginKind" json:"kind_enum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -149,6 +259,13 @@ func (x *PluginInfo) GetCapabilities() map[string]string {
 		return x.Capabilities
 	}
 	return nil
+}
+
+func (x *PluginInfo) GetKindEnum() PluginKind {
+	if x != nil {
+		return x.KindEnum
+	}
+	return PluginKind_PLUGIN_KIND_UNSPECIFIED
 }
 
 // ConfigureRequest is sent once per plugin connection, before any other call.
@@ -342,10 +459,15 @@ type ToolSpec struct {
 	// JSON Schema of the tool's output, as JSON text (may be empty).
 	OutputSchemaJson []byte `protobuf:"bytes,4,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
 	// "allow", "ask" or "deny": the permission the host applies unless policy
-	// overrides it.
+	// overrides it. Kept for older peers: writers set both default_permission
+	// and default_permission_enum, readers prefer default_permission_enum
+	// when it is a value they know and fall back to default_permission
+	// otherwise.
 	DefaultPermission string `protobuf:"bytes,5,opt,name=default_permission,json=defaultPermission,proto3" json:"default_permission,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// default_permission as a typed enum.
+	DefaultPermissionEnum Permission `protobuf:"varint,6,opt,name=default_permission_enum,json=defaultPermissionEnum,proto3,enum=agenthost.plugin.v1.Permission" json:"default_permission_enum,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
@@ -411,6 +533,13 @@ func (x *ToolSpec) GetDefaultPermission() string {
 		return x.DefaultPermission
 	}
 	return ""
+}
+
+func (x *ToolSpec) GetDefaultPermissionEnum() Permission {
+	if x != nil {
+		return x.DefaultPermissionEnum
+	}
+	return Permission_PERMISSION_UNSPECIFIED
 }
 
 // ToolError is a tool's domain failure: the call reached the tool and the tool
@@ -553,7 +682,7 @@ var File_agenthost_plugin_v1_plugin_proto protoreflect.FileDescriptor
 const file_agenthost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
 	" agenthost/plugin/v1/plugin.proto\x12\x13agenthost.plugin.v1\"\r\n" +
-	"\vInfoRequest\"\xa9\x02\n" +
+	"\vInfoRequest\"\xe7\x02\n" +
 	"\n" +
 	"PluginInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
@@ -562,7 +691,8 @@ const file_agenthost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\vapi_version\x18\x04 \x01(\rR\n" +
 	"apiVersion\x12 \n" +
 	"\vdescription\x18\x05 \x01(\tR\vdescription\x12U\n" +
-	"\fcapabilities\x18\x06 \x03(\v21.agenthost.plugin.v1.PluginInfo.CapabilitiesEntryR\fcapabilities\x1a?\n" +
+	"\fcapabilities\x18\x06 \x03(\v21.agenthost.plugin.v1.PluginInfo.CapabilitiesEntryR\fcapabilities\x12<\n" +
+	"\tkind_enum\x18\a \x01(\x0e2\x1f.agenthost.plugin.v1.PluginKindR\bkindEnum\x1a?\n" +
 	"\x11CapabilitiesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Y\n" +
@@ -574,13 +704,14 @@ const file_agenthost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\rHealthRequest\"B\n" +
 	"\x0eHealthResponse\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xc9\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\xa2\x02\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12*\n" +
 	"\x11input_schema_json\x18\x03 \x01(\fR\x0finputSchemaJson\x12,\n" +
 	"\x12output_schema_json\x18\x04 \x01(\fR\x10outputSchemaJson\x12-\n" +
-	"\x12default_permission\x18\x05 \x01(\tR\x11defaultPermission\"z\n" +
+	"\x12default_permission\x18\x05 \x01(\tR\x11defaultPermission\x12W\n" +
+	"\x17default_permission_enum\x18\x06 \x01(\x0e2\x1f.agenthost.plugin.v1.PermissionR\x15defaultPermissionEnum\"z\n" +
 	"\tToolError\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
@@ -591,7 +722,19 @@ const file_agenthost_plugin_v1_plugin_proto_rawDesc = "" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12\x1f\n" +
 	"\voutput_json\x18\x02 \x01(\fR\n" +
 	"outputJson\x124\n" +
-	"\x05error\x18\x03 \x01(\v2\x1e.agenthost.plugin.v1.ToolErrorR\x05errorB9Z7github.com/agenthost/agenthost/sdk/internal/pb/pluginv1b\x06proto3"
+	"\x05error\x18\x03 \x01(\v2\x1e.agenthost.plugin.v1.ToolErrorR\x05error*t\n" +
+	"\n" +
+	"PluginKind\x12\x1b\n" +
+	"\x17PLUGIN_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12PLUGIN_KIND_ENGINE\x10\x01\x12\x17\n" +
+	"\x13PLUGIN_KIND_SANDBOX\x10\x02\x12\x18\n" +
+	"\x14PLUGIN_KIND_TOOLPACK\x10\x03*g\n" +
+	"\n" +
+	"Permission\x12\x1a\n" +
+	"\x16PERMISSION_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10PERMISSION_ALLOW\x10\x01\x12\x12\n" +
+	"\x0ePERMISSION_ASK\x10\x02\x12\x13\n" +
+	"\x0fPERMISSION_DENY\x10\x03B9Z7github.com/agenthost/agenthost/sdk/internal/pb/pluginv1b\x06proto3"
 
 var (
 	file_agenthost_plugin_v1_plugin_proto_rawDescOnce sync.Once
@@ -605,27 +748,32 @@ func file_agenthost_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_agenthost_plugin_v1_plugin_proto_rawDescData
 }
 
+var file_agenthost_plugin_v1_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_agenthost_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_agenthost_plugin_v1_plugin_proto_goTypes = []any{
-	(*InfoRequest)(nil),       // 0: agenthost.plugin.v1.InfoRequest
-	(*PluginInfo)(nil),        // 1: agenthost.plugin.v1.PluginInfo
-	(*ConfigureRequest)(nil),  // 2: agenthost.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 3: agenthost.plugin.v1.ConfigureResponse
-	(*HealthRequest)(nil),     // 4: agenthost.plugin.v1.HealthRequest
-	(*HealthResponse)(nil),    // 5: agenthost.plugin.v1.HealthResponse
-	(*ToolSpec)(nil),          // 6: agenthost.plugin.v1.ToolSpec
-	(*ToolError)(nil),         // 7: agenthost.plugin.v1.ToolError
-	(*ToolResult)(nil),        // 8: agenthost.plugin.v1.ToolResult
-	nil,                       // 9: agenthost.plugin.v1.PluginInfo.CapabilitiesEntry
+	(PluginKind)(0),           // 0: agenthost.plugin.v1.PluginKind
+	(Permission)(0),           // 1: agenthost.plugin.v1.Permission
+	(*InfoRequest)(nil),       // 2: agenthost.plugin.v1.InfoRequest
+	(*PluginInfo)(nil),        // 3: agenthost.plugin.v1.PluginInfo
+	(*ConfigureRequest)(nil),  // 4: agenthost.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil), // 5: agenthost.plugin.v1.ConfigureResponse
+	(*HealthRequest)(nil),     // 6: agenthost.plugin.v1.HealthRequest
+	(*HealthResponse)(nil),    // 7: agenthost.plugin.v1.HealthResponse
+	(*ToolSpec)(nil),          // 8: agenthost.plugin.v1.ToolSpec
+	(*ToolError)(nil),         // 9: agenthost.plugin.v1.ToolError
+	(*ToolResult)(nil),        // 10: agenthost.plugin.v1.ToolResult
+	nil,                       // 11: agenthost.plugin.v1.PluginInfo.CapabilitiesEntry
 }
 var file_agenthost_plugin_v1_plugin_proto_depIdxs = []int32{
-	9, // 0: agenthost.plugin.v1.PluginInfo.capabilities:type_name -> agenthost.plugin.v1.PluginInfo.CapabilitiesEntry
-	7, // 1: agenthost.plugin.v1.ToolResult.error:type_name -> agenthost.plugin.v1.ToolError
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	11, // 0: agenthost.plugin.v1.PluginInfo.capabilities:type_name -> agenthost.plugin.v1.PluginInfo.CapabilitiesEntry
+	0,  // 1: agenthost.plugin.v1.PluginInfo.kind_enum:type_name -> agenthost.plugin.v1.PluginKind
+	1,  // 2: agenthost.plugin.v1.ToolSpec.default_permission_enum:type_name -> agenthost.plugin.v1.Permission
+	9,  // 3: agenthost.plugin.v1.ToolResult.error:type_name -> agenthost.plugin.v1.ToolError
+	4,  // [4:4] is the sub-list for method output_type
+	4,  // [4:4] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_plugin_v1_plugin_proto_init() }
@@ -638,13 +786,14 @@ func file_agenthost_plugin_v1_plugin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_plugin_v1_plugin_proto_rawDesc), len(file_agenthost_plugin_v1_plugin_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      2,
 			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_agenthost_plugin_v1_plugin_proto_goTypes,
 		DependencyIndexes: file_agenthost_plugin_v1_plugin_proto_depIdxs,
+		EnumInfos:         file_agenthost_plugin_v1_plugin_proto_enumTypes,
 		MessageInfos:      file_agenthost_plugin_v1_plugin_proto_msgTypes,
 	}.Build()
 	File_agenthost_plugin_v1_plugin_proto = out.File

@@ -26,6 +26,56 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// SandboxState is whether a sandbox runs.
+type SandboxState int32
+
+const (
+	SandboxState_SANDBOX_STATE_UNSPECIFIED SandboxState = 0
+	SandboxState_SANDBOX_STATE_RUNNING     SandboxState = 1
+	SandboxState_SANDBOX_STATE_STOPPED     SandboxState = 2
+)
+
+// Enum value maps for SandboxState.
+var (
+	SandboxState_name = map[int32]string{
+		0: "SANDBOX_STATE_UNSPECIFIED",
+		1: "SANDBOX_STATE_RUNNING",
+		2: "SANDBOX_STATE_STOPPED",
+	}
+	SandboxState_value = map[string]int32{
+		"SANDBOX_STATE_UNSPECIFIED": 0,
+		"SANDBOX_STATE_RUNNING":     1,
+		"SANDBOX_STATE_STOPPED":     2,
+	}
+)
+
+func (x SandboxState) Enum() *SandboxState {
+	p := new(SandboxState)
+	*p = x
+	return p
+}
+
+func (x SandboxState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SandboxState) Descriptor() protoreflect.EnumDescriptor {
+	return file_agenthost_sandbox_v1_sandbox_proto_enumTypes[0].Descriptor()
+}
+
+func (SandboxState) Type() protoreflect.EnumType {
+	return &file_agenthost_sandbox_v1_sandbox_proto_enumTypes[0]
+}
+
+func (x SandboxState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SandboxState.Descriptor instead.
+func (SandboxState) EnumDescriptor() ([]byte, []int) {
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{0}
+}
+
 type CreateHeader struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Chosen by the host so that it can record the sandbox before it exists.
@@ -280,15 +330,19 @@ func (*CreateRequest_Data) isCreateRequest_Msg() {}
 type SandboxInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// "running" or "stopped".
+	// "running" or "stopped". Kept for older peers: writers set both status
+	// and status_enum, readers prefer status_enum when it is a value they
+	// know and fall back to status otherwise.
 	Status          string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
 	CreatedAtUnixMs int64  `protobuf:"varint,3,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
 	ScopeKey        string `protobuf:"bytes,4,opt,name=scope_key,json=scopeKey,proto3" json:"scope_key,omitempty"`
 	// Set by Create when the backend tracks changes: the generation of the
 	// files the sandbox was created with, for a first Snapshot since it.
 	SnapshotGeneration string `protobuf:"bytes,5,opt,name=snapshot_generation,json=snapshotGeneration,proto3" json:"snapshot_generation,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// status as a typed enum.
+	StatusEnum    SandboxState `protobuf:"varint,6,opt,name=status_enum,json=statusEnum,proto3,enum=agenthost.sandbox.v1.SandboxState" json:"status_enum,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SandboxInfo) Reset() {
@@ -354,6 +408,13 @@ func (x *SandboxInfo) GetSnapshotGeneration() string {
 		return x.SnapshotGeneration
 	}
 	return ""
+}
+
+func (x *SandboxInfo) GetStatusEnum() SandboxState {
+	if x != nil {
+		return x.StatusEnum
+	}
+	return SandboxState_SANDBOX_STATE_UNSPECIFIED
 }
 
 type GetRequest struct {
@@ -973,13 +1034,15 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2\".agenthost.sandbox.v1.CreateHeaderH\x00R\x06header\x126\n" +
 	"\x04file\x18\x02 \x01(\v2 .agenthost.sandbox.v1.FileHeaderH\x00R\x04file\x12\x14\n" +
 	"\x04data\x18\x03 \x01(\fH\x00R\x04dataB\x05\n" +
-	"\x03msg\"\xb0\x01\n" +
+	"\x03msg\"\xf5\x01\n" +
 	"\vSandboxInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12+\n" +
 	"\x12created_at_unix_ms\x18\x03 \x01(\x03R\x0fcreatedAtUnixMs\x12\x1b\n" +
 	"\tscope_key\x18\x04 \x01(\tR\bscopeKey\x12/\n" +
-	"\x13snapshot_generation\x18\x05 \x01(\tR\x12snapshotGeneration\"+\n" +
+	"\x13snapshot_generation\x18\x05 \x01(\tR\x12snapshotGeneration\x12C\n" +
+	"\vstatus_enum\x18\x06 \x01(\x0e2\".agenthost.sandbox.v1.SandboxStateR\n" +
+	"statusEnum\"+\n" +
 	"\n" +
 	"GetRequest\x12\x1d\n" +
 	"\n" +
@@ -1016,7 +1079,11 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"generation\"5\n" +
 	"\aLeftOut\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason2\xa3\x05\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason*c\n" +
+	"\fSandboxState\x12\x1d\n" +
+	"\x19SANDBOX_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SANDBOX_STATE_RUNNING\x10\x01\x12\x19\n" +
+	"\x15SANDBOX_STATE_STOPPED\x10\x022\xa3\x05\n" +
 	"\aSandbox\x12I\n" +
 	"\x04Info\x12 .agenthost.plugin.v1.InfoRequest\x1a\x1f.agenthost.plugin.v1.PluginInfo\x12Z\n" +
 	"\tConfigure\x12%.agenthost.plugin.v1.ConfigureRequest\x1a&.agenthost.plugin.v1.ConfigureResponse\x12Q\n" +
@@ -1040,60 +1107,63 @@ func file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 	return file_agenthost_sandbox_v1_sandbox_proto_rawDescData
 }
 
+var file_agenthost_sandbox_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
-	(*CreateHeader)(nil),               // 0: agenthost.sandbox.v1.CreateHeader
-	(*FileHeader)(nil),                 // 1: agenthost.sandbox.v1.FileHeader
-	(*CreateRequest)(nil),              // 2: agenthost.sandbox.v1.CreateRequest
-	(*SandboxInfo)(nil),                // 3: agenthost.sandbox.v1.SandboxInfo
-	(*GetRequest)(nil),                 // 4: agenthost.sandbox.v1.GetRequest
-	(*StopRequest)(nil),                // 5: agenthost.sandbox.v1.StopRequest
-	(*StopResponse)(nil),               // 6: agenthost.sandbox.v1.StopResponse
-	(*ExposePortRequest)(nil),          // 7: agenthost.sandbox.v1.ExposePortRequest
-	(*Endpoint)(nil),                   // 8: agenthost.sandbox.v1.Endpoint
-	(*SnapshotRequest)(nil),            // 9: agenthost.sandbox.v1.SnapshotRequest
-	(*SnapshotChunk)(nil),              // 10: agenthost.sandbox.v1.SnapshotChunk
-	(*UnchangedFiles)(nil),             // 11: agenthost.sandbox.v1.UnchangedFiles
-	(*SnapshotEnd)(nil),                // 12: agenthost.sandbox.v1.SnapshotEnd
-	(*LeftOut)(nil),                    // 13: agenthost.sandbox.v1.LeftOut
-	nil,                                // 14: agenthost.sandbox.v1.CreateHeader.LabelsEntry
-	(*pluginv1.InfoRequest)(nil),       // 15: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 16: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 17: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 18: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 19: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 20: agenthost.plugin.v1.HealthResponse
+	(SandboxState)(0),                  // 0: agenthost.sandbox.v1.SandboxState
+	(*CreateHeader)(nil),               // 1: agenthost.sandbox.v1.CreateHeader
+	(*FileHeader)(nil),                 // 2: agenthost.sandbox.v1.FileHeader
+	(*CreateRequest)(nil),              // 3: agenthost.sandbox.v1.CreateRequest
+	(*SandboxInfo)(nil),                // 4: agenthost.sandbox.v1.SandboxInfo
+	(*GetRequest)(nil),                 // 5: agenthost.sandbox.v1.GetRequest
+	(*StopRequest)(nil),                // 6: agenthost.sandbox.v1.StopRequest
+	(*StopResponse)(nil),               // 7: agenthost.sandbox.v1.StopResponse
+	(*ExposePortRequest)(nil),          // 8: agenthost.sandbox.v1.ExposePortRequest
+	(*Endpoint)(nil),                   // 9: agenthost.sandbox.v1.Endpoint
+	(*SnapshotRequest)(nil),            // 10: agenthost.sandbox.v1.SnapshotRequest
+	(*SnapshotChunk)(nil),              // 11: agenthost.sandbox.v1.SnapshotChunk
+	(*UnchangedFiles)(nil),             // 12: agenthost.sandbox.v1.UnchangedFiles
+	(*SnapshotEnd)(nil),                // 13: agenthost.sandbox.v1.SnapshotEnd
+	(*LeftOut)(nil),                    // 14: agenthost.sandbox.v1.LeftOut
+	nil,                                // 15: agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	(*pluginv1.InfoRequest)(nil),       // 16: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 17: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 18: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 19: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 20: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 21: agenthost.plugin.v1.HealthResponse
 }
 var file_agenthost_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	14, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
-	0,  // 1: agenthost.sandbox.v1.CreateRequest.header:type_name -> agenthost.sandbox.v1.CreateHeader
-	1,  // 2: agenthost.sandbox.v1.CreateRequest.file:type_name -> agenthost.sandbox.v1.FileHeader
-	1,  // 3: agenthost.sandbox.v1.SnapshotChunk.file:type_name -> agenthost.sandbox.v1.FileHeader
-	13, // 4: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
-	12, // 5: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
-	11, // 6: agenthost.sandbox.v1.SnapshotChunk.unchanged:type_name -> agenthost.sandbox.v1.UnchangedFiles
-	1,  // 7: agenthost.sandbox.v1.UnchangedFiles.files:type_name -> agenthost.sandbox.v1.FileHeader
-	15, // 8: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	16, // 9: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	17, // 10: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	2,  // 11: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
-	4,  // 12: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
-	5,  // 13: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
-	7,  // 14: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
-	9,  // 15: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
-	18, // 16: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	19, // 17: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	20, // 18: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	3,  // 19: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
-	3,  // 20: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
-	6,  // 21: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
-	8,  // 22: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
-	10, // 23: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
-	16, // [16:24] is the sub-list for method output_type
-	8,  // [8:16] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	15, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	1,  // 1: agenthost.sandbox.v1.CreateRequest.header:type_name -> agenthost.sandbox.v1.CreateHeader
+	2,  // 2: agenthost.sandbox.v1.CreateRequest.file:type_name -> agenthost.sandbox.v1.FileHeader
+	0,  // 3: agenthost.sandbox.v1.SandboxInfo.status_enum:type_name -> agenthost.sandbox.v1.SandboxState
+	2,  // 4: agenthost.sandbox.v1.SnapshotChunk.file:type_name -> agenthost.sandbox.v1.FileHeader
+	14, // 5: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
+	13, // 6: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
+	12, // 7: agenthost.sandbox.v1.SnapshotChunk.unchanged:type_name -> agenthost.sandbox.v1.UnchangedFiles
+	2,  // 8: agenthost.sandbox.v1.UnchangedFiles.files:type_name -> agenthost.sandbox.v1.FileHeader
+	16, // 9: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	17, // 10: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	18, // 11: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	3,  // 12: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
+	5,  // 13: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
+	6,  // 14: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
+	8,  // 15: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
+	10, // 16: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
+	19, // 17: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	20, // 18: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	21, // 19: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	4,  // 20: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
+	4,  // 21: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
+	7,  // 22: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
+	9,  // 23: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
+	11, // 24: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
+	17, // [17:25] is the sub-list for method output_type
+	9,  // [9:17] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_sandbox_v1_sandbox_proto_init() }
@@ -1118,13 +1188,14 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_sandbox_v1_sandbox_proto_rawDesc), len(file_agenthost_sandbox_v1_sandbox_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_agenthost_sandbox_v1_sandbox_proto_goTypes,
 		DependencyIndexes: file_agenthost_sandbox_v1_sandbox_proto_depIdxs,
+		EnumInfos:         file_agenthost_sandbox_v1_sandbox_proto_enumTypes,
 		MessageInfos:      file_agenthost_sandbox_v1_sandbox_proto_msgTypes,
 	}.Build()
 	File_agenthost_sandbox_v1_sandbox_proto = out.File
