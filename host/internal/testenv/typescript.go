@@ -37,7 +37,8 @@ func RepoRoot(t testing.TB) string {
 }
 
 // BuildTypeScriptEcho builds the TypeScript SDK and the echo example from
-// their sources (type-checked, then bundled, as make build does) and copies
+// their sources (type-checked, then bundled, as make build does), runs the
+// SDK's unit tests, and copies
 // the bundle into dir. The packages' npm dependencies come from make build
 // (npm ci); without them, or without node, t is skipped unless
 // RequireNodeEnv says they must be there. Test packages that run at the
@@ -71,11 +72,21 @@ func BuildTypeScriptEcho(t testing.TB, dir string) {
 	defer lock.Close()
 	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file releases it too
-	for _, d := range []string{sdkDir, exampleDir} {
-		cmd := exec.Command("npm", "run", "--silent", "build")
-		cmd.Dir = d
+	// The SDK's own unit tests (node --test) run here too, so make test
+	// runs them without a step of its own.
+	steps := []struct {
+		dir  string
+		args []string
+	}{
+		{sdkDir, []string{"run", "--silent", "build"}},
+		{sdkDir, []string{"test", "--silent"}},
+		{exampleDir, []string{"run", "--silent", "build"}},
+	}
+	for _, s := range steps {
+		cmd := exec.Command("npm", s.args...)
+		cmd.Dir = s.dir
 		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm run build in %s:\n%s", d, out)
+		require.NoError(t, err, "npm %v in %s:\n%s", s.args, s.dir, out)
 	}
 	bundle, err := os.ReadFile(filepath.Join(exampleDir, "dist", TypeScriptEchoBundle))
 	require.NoError(t, err)

@@ -17,6 +17,16 @@ export function toJSON(v: unknown): Buffer {
   return v === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(v), "utf8");
 }
 
+/**
+ * roles reads Message.role_enum. Closed sets travel twice (docs/plugin-protocol.md,
+ * section 8): a typed enum, preferred when known, and the string older peers send.
+ */
+const roles: Record<string, t.Message["role"]> = {
+  ROLE_SYSTEM: "system",
+  ROLE_USER: "user",
+  ROLE_ASSISTANT: "assistant",
+};
+
 export function requestFromWire(r: Wire): t.RunRequest {
   const m = r.model ?? {};
   const l = r.limits ?? {};
@@ -25,7 +35,7 @@ export function requestFromWire(r: Wire): t.RunRequest {
     appId: r.appId,
     chatSessionId: r.chatSessionId,
     prompt: r.prompt,
-    history: (r.history ?? []).map((h: Wire) => ({ role: h.role, content: h.content })),
+    history: (r.history ?? []).map((h: Wire) => ({ role: roles[h.roleEnum] ?? h.role, content: h.content })),
     model: {
       id: m.id ?? "",
       provider: m.provider ?? "",
@@ -81,6 +91,7 @@ export function eventToWire(e: t.EngineEvent): Wire {
 export function resultToWire(r: t.RunResult): Wire {
   return {
     status: r.status,
+    statusEnum: `RUN_STATUS_${r.status.toUpperCase()}`,
     errorCode: r.errorCode ?? "",
     errorMessage: r.errorMessage ?? "",
     diagnosticsJson: toJSON(r.diagnostics),

@@ -84,7 +84,7 @@ class EngineServer {
   readonly service: grpc.UntypedServiceImplementation = {
     Info: unary(() => {
       const i = this.impl.info();
-      return { name: i.name, kind: "engine", version: i.version, apiVersion: API_VERSION, description: i.description ?? "", capabilities: i.capabilities ?? {} };
+      return { name: i.name, kind: "engine", kindEnum: "PLUGIN_KIND_ENGINE", version: i.version, apiVersion: API_VERSION, description: i.description ?? "", capabilities: i.capabilities ?? {} };
     }),
     Configure: unary(async (req) => {
       const config = (parseJSON(req.configJson) ?? {}) as Record<string, unknown>;
