@@ -37,6 +37,9 @@ type cli struct {
 
 	Serve   serveCmd   `cmd:"" help:"Start the host: HTTP API on the listen address, plugins, database."`
 	Plugins pluginsCmd `cmd:"" help:"Inspect the configured plugins, or start a new one."`
+	// Plugin takes the singular too (agenthost plugin new ...) without a
+	// kong alias, which would print as "plugins (plugin)" in every usage.
+	Plugin  pluginsCmd `cmd:"" hidden:"" help:"Same as plugins."`
 	Migrate migrateCmd `cmd:"" help:"Manage the database schema (the host migrates up by itself at start)."`
 	Tokens  tokensCmd  `cmd:"" help:"Manage API tokens."`
 	Version versionCmd `cmd:"" help:"Print this agenthost's version (stamped at build time by make)."`

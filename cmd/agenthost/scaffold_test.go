@@ -28,4 +28,10 @@ func TestPluginNewWritesAModule(t *testing.T) {
 	assert.Contains(t, errOut, "name")
 	code, _, _ = runCLI(t, "plugins", "new", "widget", "x")
 	assert.Equal(t, 2, code, "an unknown kind")
+
+	// `plugin new` (singular) is the same command.
+	single := filepath.Join(t.TempDir(), "one")
+	code, out, errOut = runCLI(t, "plugin", "new", "engine", "solo", "--dir", single)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "wrote "+filepath.Join(single, "solo.hcl"))
 }
