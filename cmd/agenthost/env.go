@@ -38,6 +38,7 @@ var envVars = []envVar{
 	{"AGENTHOST_DATABASE_MAX_CONNS", "32", "PostgreSQL connections this host opens at most, its lease heartbeat's included (plus one it listens on)", false},
 	{"AGENTHOST_HOST_ID", "hostname + random suffix", "this host's id among hosts sharing a PostgreSQL database (docs/scale-out.md)", false},
 	{"AGENTHOST_LEASE_TTL_MS", "5000", "how long a host's lease on its runs lasts unrenewed; a dead host's runs are taken over after it", false},
+	{"AGENTHOST_CORS_ORIGINS", "none", "browser origins allowed to call the API (exact scheme://host[:port], comma separated)", false},
 	{"AGENTHOST_STORE_OUTAGE_WINDOW_MS", "30000", "how long writes wait out an unavailable database (restart, failover, full disk) before its runs fail", false},
 	{"APPS_CODING_AGENT_TOOL_TIMEOUT_S", "120", "tool call time limit in seconds (1-3600)", false},
 	{"APPS_CODING_AGENT_SANDBOX_REUSE", "1", "keep a chat's sandbox warm between its runs (1/0)", false},

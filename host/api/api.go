@@ -73,6 +73,9 @@ type Deps struct {
 	// Cluster, when set, passes commands about runs another live host
 	// owns to that host (several hosts on one PostgreSQL database).
 	Cluster Cluster
+	// CORSOrigins are the browser origins allowed to call the API (exact,
+	// normalised by config.ParseOrigins); none means no CORS headers.
+	CORSOrigins []string
 }
 
 // Cluster is what the API needs of the hosts sharing its database.
@@ -125,7 +128,11 @@ func NewServer(d Deps) *Server {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{deps: d, log: d.Logger.Named("api")}
 	r := gin.New()
-	r.Use(requestID, errorMiddleware(s.log), checkRequestText)
+	r.Use(requestID, errorMiddleware(s.log))
+	if len(d.CORSOrigins) > 0 {
+		r.Use(corsMiddleware(d.CORSOrigins))
+	}
+	r.Use(checkRequestText)
 	r.NoRoute(func(c *gin.Context) {
 		_ = c.Error(core.Errf(core.CodeNotFound, "", "no route %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -166,7 +173,10 @@ func NewServer(d Deps) *Server {
 	ca.GET("/runs", require(ScopeRead), s.listRuns)
 	ca.GET("/runs/:run_id", require(ScopeRead), s.getRun)
 	ca.GET("/runs/:run_id/events", require(ScopeRead), s.runEvents)
-	ca.GET("/runs/:run_id/stream", require(ScopeRead), s.streamRun)
+	ca.POST("/runs/:run_id/stream-ticket", require(ScopeRead), s.createStreamTicket)
+	// The stream takes a stream ticket as well as a token (a browser's
+	// EventSource cannot send Authorization), so it is outside group a.
+	r.GET("/admin/apps/:app_id/coding-agent/runs/:run_id/stream", s.authenticateStream, require(ScopeRead), s.streamRun)
 	ca.POST("/runs/:run_id/cancel", require(ScopeWrite), s.cancelRun)
 	ca.POST("/runs/:run_id/resume", require(ScopeWrite), s.resumeRun)
 	s.handler = r

@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,6 +79,10 @@ type Host struct {
 	// the run it serves fails with STORE_UNAVAILABLE
 	// (AGENTHOST_STORE_OUTAGE_WINDOW_MS; default 30000).
 	StoreOutageWindowMS int `hcl:"store_outage_window_ms,optional"`
+	// CORSOrigins are the exact origins (scheme://host[:port]) whose pages
+	// may call the API from a browser (AGENTHOST_CORS_ORIGINS, comma
+	// separated); none by default.
+	CORSOrigins []string `hcl:"cors_origins,optional"`
 }
 
 // Provider is one `provider` block: where the key in KeyEnv may go. A
@@ -283,6 +288,14 @@ func Load(file string) (Host, error) {
 	if h.StoreOutageWindowMS < 100 || h.StoreOutageWindowMS > 3_600_000 {
 		return Host{}, fmt.Errorf("store_outage_window_ms is %d; it must be between 100 and 3600000", h.StoreOutageWindowMS)
 	}
+	if v := os.Getenv("AGENTHOST_CORS_ORIGINS"); v != "" {
+		h.CORSOrigins = strings.Split(v, ",")
+	}
+	origins, err := ParseOrigins(h.CORSOrigins)
+	if err != nil {
+		return Host{}, err
+	}
+	h.CORSOrigins = origins
 	lim := h.FileLimits()
 	h.MaxFileBytes, h.MaxWorkspaceBytes, h.MaxFiles = lim.MaxFileBytes, lim.MaxWorkspaceBytes, lim.MaxFiles
 	for _, p := range []*string{&h.DataDir, &h.PluginDir, &h.PluginConfigDir} {
@@ -293,4 +306,26 @@ func Load(file string) (Host, error) {
 		*p = abs
 	}
 	return h, nil
+}
+
+// ParseOrigins checks and normalises allowed browser origins: each is
+// scheme://host[:port] with http or https, lower case, nothing after it.
+// A wildcard is refused: an operator names the frontends that may call the
+// API, and a page on any other origin gets nothing.
+func ParseOrigins(in []string) ([]string, error) {
+	var out []string
+	for _, raw := range in {
+		o := strings.TrimSpace(raw)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		bad := err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Contains(u.Host, "*") ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil
+		if bad {
+			return nil, fmt.Errorf("cors origin %q: give an exact origin such as https://builder.example.com or http://localhost:5173 (no wildcard, path or query)", o)
+		}
+		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	return out, nil
 }

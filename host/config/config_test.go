@@ -147,3 +147,19 @@ func TestWarmServersMemory(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+// TestParseOrigins: allowed browser origins are exact and normalised; a
+// wildcard, a path or a scheme other than http(s) is refused with a hint.
+func TestParseOrigins(t *testing.T) {
+	got, err := ParseOrigins([]string{" HTTPS://Builder.Example.com ", "http://localhost:5173/", ""})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://builder.example.com", "http://localhost:5173"}, got)
+	for _, bad := range []string{"*", "https://*.example.com", "builder.example.com", "ftp://x", "https://x/app", "https://x?y=1", "https://u@x"} {
+		_, err := ParseOrigins([]string{bad})
+		assert.ErrorContains(t, err, "exact origin", bad)
+	}
+	t.Setenv("AGENTHOST_CORS_ORIGINS", "http://a.test,http://b.test:8080")
+	h, err := Load("")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"http://a.test", "http://b.test:8080"}, h.CORSOrigins)
+}

@@ -108,7 +108,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	deps := api.Deps{
 		Store: st, Runs: orch, Plugins: mgr, Hub: hub, Logger: log, Metrics: met.Handler(), Limits: cfg.FileLimits(),
 		DefaultEngine: envOr("APPS_CODING_AGENT_DEFAULT_ENGINE", "mock"), DefaultSandbox: envOr("AGENTHOST_DEFAULT_SANDBOX", "local"),
-		Endpoints: policy,
+		Endpoints: policy, CORSOrigins: cfg.CORSOrigins,
 	}
 	srv := api.NewServer(deps)
 	member, err := cluster.Join(ctx, st, cluster.Options{
