@@ -92,3 +92,15 @@ func pluginRoot(pkg string) string {
 	}
 	return parts[0] + "/" + parts[1]
 }
+
+// TestClientSpeaksOnlyHTTP: the API client (host/apiclient) imports no
+// package of ours: it reaches a host through its public HTTP API only,
+// never its store or its internals.
+func TestClientSpeaksOnlyHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go list over the whole module is slow for -short")
+	}
+	for pkg, ds := range deps(t, "./host/apiclient/...") {
+		assert.Empty(t, ds, "%s must import no package of this module", pkg)
+	}
+}
