@@ -69,7 +69,7 @@ func untarFiles(t *testing.T, body []byte) map[string]appFile {
 	}
 }
 
-var createdApp = regexp.MustCompile(`^created app (app_\w+) "([^"]+)": draft (rev_\w+), (\d+) files`)
+var createdApp = regexp.MustCompile(`^created app (app_\w+) "([^"]+)": draft (rev_\w+), (\d+) files?`)
 
 // createApp runs apps create and returns the app's id.
 func createApp(t *testing.T, name string, args ...string) (id, stdout, stderr string) {
@@ -132,7 +132,7 @@ func TestClientApps(t *testing.T) {
 	zipPath := filepath.Join(work, "proj.zip")
 	require.NoError(t, os.WriteFile(zipPath, zbuf.Bytes(), 0o644))
 	fromZip, out, _ := createApp(t, "from-zip", "--from", zipPath)
-	assert.Contains(t, out, ", 1 files (1 left out")
+	assert.Contains(t, out, ", 1 file (1 left out")
 
 	code, out, errOut := runClient(t, "", "apps", "list")
 	require.Equal(t, 0, code, errOut)

@@ -61,7 +61,7 @@ func (c *AppsCreateCmd) Run(o *IO) error {
 	if c.JSON {
 		return printRaw(o.Stdout, app.Raw)
 	}
-	fmt.Fprintf(o.Stdout, "created app %s %q: draft %s, %d files", app.ID, app.Name, app.DraftRevisionID, app.FileCount)
+	fmt.Fprintf(o.Stdout, "created app %s %q: draft %s, %s", app.ID, app.Name, app.DraftRevisionID, plural(app.FileCount, "file"))
 	if n := app.SkippedFiles + leftOut; n > 0 {
 		fmt.Fprintf(o.Stdout, " (%d left out: generated, version control, not regular files)", n)
 	}
@@ -241,13 +241,13 @@ func (c *AppsGetCmd) Run(o *IO) error {
 	}
 	tw := tabwriter.NewWriter(o.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "id\t%s\nname\t%s\ncreated\t%s\n", app.ID, app.Name, when(app.CreatedAt))
-	fmt.Fprintf(tw, "draft\t%s (%d files, %d bytes)\n", app.DraftRevisionID, draft.Revision.FileCount, draft.Revision.TotalSize)
+	fmt.Fprintf(tw, "draft\t%s (%s, %s)\n", app.DraftRevisionID, plural(draft.Revision.FileCount, "file"), plural(draft.Revision.TotalSize, "byte"))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	tw = tabwriter.NewWriter(o.Stdout, 0, 4, 2, ' ', 0)
 	for _, f := range draft.Files {
-		fmt.Fprintf(tw, "  %s\t%d bytes\t%04o\n", f.Path, f.Size, f.Mode)
+		fmt.Fprintf(tw, "  %s\t%s\t%04o\n", f.Path, plural(f.Size, "byte"), f.Mode)
 	}
 	return tw.Flush()
 }
@@ -328,6 +328,6 @@ func (c *AppsDownloadCmd) Run(o *IO) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Stdout, "wrote %s (%d bytes): revision %s of app %s\n", out, fi.Size(), rev, id)
+	fmt.Fprintf(o.Stdout, "wrote %s (%s): revision %s of app %s\n", out, plural(fi.Size(), "byte"), rev, id)
 	return nil
 }

@@ -158,6 +158,14 @@ func when(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
+// plural is "1 file", "2 files".
+func plural[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // orDash is s, or "-" for a table cell left empty.
 func orDash(s string) string {
 	if s == "" {

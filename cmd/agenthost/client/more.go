@@ -191,7 +191,7 @@ func (c *ChatsGetCmd) Run(o *IO) error {
 	if c.JSON {
 		return printRaw(o.Stdout, ch.Raw)
 	}
-	fmt.Fprintf(o.Stdout, "%s %q (%d messages)\n", ch.ID, ch.Title, len(ch.Messages))
+	fmt.Fprintf(o.Stdout, "%s %q (%s)\n", ch.ID, ch.Title, plural(len(ch.Messages), "message"))
 	for _, m := range ch.Messages {
 		head := "-- " + m.Role
 		if m.RunID != "" {
