@@ -65,8 +65,10 @@ func TestHelpExitsZero(t *testing.T) {
 }
 
 // TestHelpListsEnvironment: the application's and serve's help list every
-// variable of envVars with its default; the other commands list what
-// every command reads (where the config, data and plugins are).
+// variable of envVars with its default; the other host commands list what
+// every command reads (where the config, data and plugins are); the
+// client commands list the client's (clientEnvVars) only, as does the
+// application beside the host's.
 func TestHelpListsEnvironment(t *testing.T) {
 	_, root, _ := runCLI(t, "--help")
 	_, serve, _ := runCLI(t, "serve", "--help")
@@ -81,6 +83,21 @@ func TestHelpListsEnvironment(t *testing.T) {
 		}
 	}
 	assert.Contains(t, root, "AGENTHOST_LISTEN\n      HTTP listen address (default: 127.0.0.1:8080)")
+
+	// The client commands read where the host is and the token, nothing
+	// of the host's own configuration.
+	for _, args := range [][]string{{"run"}, {"apps", "download"}, {"runs", "resume"}, {"diff"}, {"models", "list"}} {
+		_, help, _ := runCLI(t, append(args, "--help")...)
+		for _, v := range clientEnvVars {
+			assert.Contains(t, root, "  "+v.Name+"\n", "agenthost --help")
+			assert.Contains(t, help, "  "+v.Name+"\n", "agenthost %v --help", args)
+			assert.NotContains(t, serve, "  "+v.Name+"\n", "agenthost serve --help")
+		}
+		for _, v := range envVars {
+			assert.NotContains(t, help, "  "+v.Name+"\n", "agenthost %v --help", args)
+		}
+	}
+	assert.Contains(t, root, "AGENTHOST_URL\n      the host the client commands talk to (same as --url) (default: http://127.0.0.1:8080)")
 }
 
 // TestUsageErrors: an unknown command, subcommand or flag, a missing

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+
+	"github.com/agenthost/agenthost/cmd/agenthost/client"
 )
 
 // envVar documents one environment variable that the host (or a plugin it
@@ -62,21 +64,42 @@ var envVars = []envVar{
 	{"ANTHROPIC_MODEL", "claude-sonnet-4-5", "the seeded Anthropic model", false},
 }
 
+// clientEnvVars are what the client commands (apps, run, runs, …) read:
+// which host they talk to and how they authenticate. A flag wins over
+// them.
+var clientEnvVars = []envVar{
+	{client.EnvURL, client.DefaultURL, "the host the client commands talk to (same as --url)", false},
+	{client.EnvToken, "", "the API token they send (same as --token; agenthost tokens create makes one)", false},
+}
+
 // writeEnvHelp prints the Environment section: every variable for the
 // application and serve, the ones every command reads for the others.
 func writeEnvHelp(w io.Writer, all bool) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Environment (wins over the --config file):")
-	// Name on its own line: the longest names would push a table's
-	// descriptions past any terminal's width.
 	for _, v := range envVars {
-		if !all && !v.Every {
-			continue
+		if all || v.Every {
+			writeEnvVar(w, v)
 		}
-		fmt.Fprintf(w, "  %s\n      %s", v.Name, v.Help)
-		if v.Default != "" {
-			fmt.Fprintf(w, " (default: %s)", v.Default)
-		}
-		fmt.Fprintln(w)
 	}
+}
+
+// writeClientEnvHelp prints the client commands' Environment section.
+func writeClientEnvHelp(w io.Writer) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Environment of the client commands (a flag wins over it):")
+	for _, v := range clientEnvVars {
+		writeEnvVar(w, v)
+	}
+}
+
+// writeEnvVar prints one variable: the name on its own line, since the
+// longest names would push a table's descriptions past any terminal's
+// width.
+func writeEnvVar(w io.Writer, v envVar) {
+	fmt.Fprintf(w, "  %s\n      %s", v.Name, v.Help)
+	if v.Default != "" {
+		fmt.Fprintf(w, " (default: %s)", v.Default)
+	}
+	fmt.Fprintln(w)
 }

@@ -5,9 +5,18 @@
 //	agenthost migrate up|down|version    manage the database schema
 //	agenthost tokens create --tenant T   print a new API token
 //
+// and the client, which speaks a host's HTTP API only (package client;
+// AGENTHOST_URL, AGENTHOST_TOKEN):
+//
+//	agenthost apps create|list|get|download
+//	agenthost run APP PROMPT             start a run and follow it
+//	agenthost runs list|get|follow|cancel|resume
+//	agenthost checkpoints list|restore, diff, models list, chats list|get
+//
 // Every command and subcommand takes --help (exit 0). Exit codes: 0 done,
 // 1 the command failed, 2 the command line or the configuration is wrong
-// (with a one-line hint on stderr).
+// (with a one-line hint on stderr); a command that follows a run adds 3
+// cancelled, 4 left paused, 5 stream lost (client.Exit…).
 package main
 
 import (
@@ -17,10 +26,12 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agenthost/agenthost/cmd/agenthost/client"
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/version"
 	"github.com/alecthomas/kong"
 	"github.com/hashicorp/go-hclog"
+	"github.com/mattn/go-isatty"
 )
 
 // Exit codes (see the package comment).
@@ -43,7 +54,21 @@ type cli struct {
 	Migrate migrateCmd `cmd:"" help:"Manage the database schema (the host migrates up by itself at start)."`
 	Tokens  tokensCmd  `cmd:"" help:"Manage API tokens."`
 	Version versionCmd `cmd:"" help:"Print this agenthost's version (stamped at build time by make)."`
+
+	// The client: commands that speak a host's HTTP API (AGENTHOST_URL,
+	// AGENTHOST_TOKEN), from the client package.
+	Apps        client.AppsCmd        `cmd:"" group:"client" help:"Create, list, show and download apps."`
+	RunAgent    client.RunCmd         `cmd:"" name:"run" group:"client" help:"Run the coding agent on an app and follow it (exit code: its outcome)."`
+	Runs        client.RunsCmd        `cmd:"" group:"client" help:"List, show, follow, cancel and resume runs."`
+	Checkpoints client.CheckpointsCmd `cmd:"" group:"client" help:"List an app's checkpoints, restore one."`
+	Diff        client.DiffCmd        `cmd:"" group:"client" help:"Print a revision's unified diff (default: the draft's, from its parent)."`
+	Models      client.ModelsCmd      `cmd:"" group:"client" help:"List the models runs may use."`
+	Chats       client.ChatsCmd       `cmd:"" group:"client" help:"List and show chat sessions."`
 }
+
+// clientCommands are the top-level commands of the client (the group
+// "client" above); their help lists the client's variables.
+var clientCommands = map[string]bool{"apps": true, "run": true, "runs": true, "checkpoints": true, "diff": true, "models": true, "chats": true}
 
 // versionCmd prints the build's version; it needs no configuration.
 type versionCmd struct{}
@@ -107,11 +132,25 @@ func (e usageError) Unwrap() error { return e.error }
 type exitRequest int
 
 func main() {
-	os.Exit(run(os.Args[0], os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runWithInput(os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run parses args, runs the chosen command and returns the exit code.
-func run(argv0 string, args []string, stdout, stderr io.Writer) (code int) {
+// run parses args, runs the chosen command and returns the exit code;
+// stdin is the process's.
+func run(argv0 string, args []string, stdout, stderr io.Writer) int {
+	return runWithInput(argv0, args, os.Stdin, stdout, stderr)
+}
+
+// isTerminal reports whether a stream is a terminal (only a real file
+// can be).
+func isTerminal(s any) bool {
+	f, ok := s.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// runWithInput is run with stdin given: the client commands read answers
+// to permission questions (and a prompt given as -) from it.
+func runWithInput(argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	// No command at all: the full help, on stderr since it is a usage
 	// error (a script that forgot its command must not look successful).
 	noCommand := len(args) == 0
@@ -139,6 +178,7 @@ func run(argv0 string, args []string, stdout, stderr io.Writer) (code int) {
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
 		kong.Help(helpWithEnv),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.ExplicitGroups([]kong.Group{{Key: "client", Title: "Client commands (speak a host's HTTP API; --url, --token):"}}),
 	)
 	if err != nil {
 		// The command tree is static: this is a programming error.
@@ -152,7 +192,18 @@ func run(argv0 string, args []string, stdout, stderr io.Writer) (code int) {
 		return exitUsage
 	}
 	g := &globals{stdout: stdout, stderr: stderr, argv0: argv0, configFile: c.Config}
-	if err := kctx.Run(g); err != nil {
+	cio := &client.IO{Stdin: stdin, Stdout: stdout, Stderr: stderr, Argv0: argv0,
+		StdinTerminal: isTerminal(stdin), StdoutTerminal: isTerminal(stdout), StderrTerminal: isTerminal(stderr)}
+	defer cio.Close()
+	if err := kctx.Run(g, cio); err != nil {
+		var exit *client.ExitError
+		if errors.As(err, &exit) {
+			// The client's ends: a run's outcome, a missing token.
+			if exit.Err != nil {
+				fmt.Fprintf(stderr, "%s: %v\n", programName, exit.Err)
+			}
+			return exit.Code
+		}
 		fmt.Fprintf(stderr, "%s: %v\n", programName, err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -178,7 +229,8 @@ func helpPath(err error) string {
 
 // helpWithEnv is kong's help plus the environment variables the command
 // reads: every one for the application and serve, the ones about where
-// things are for the others.
+// things are for the other host commands, and the client's (host URL,
+// token) for the client commands.
 func helpWithEnv(options kong.HelpOptions, ctx *kong.Context) error {
 	if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
 		return err
@@ -189,7 +241,18 @@ func helpWithEnv(options kong.HelpOptions, ctx *kong.Context) error {
 	if sel != nil && len(sel.Children) > 0 {
 		return nil
 	}
+	top := sel
+	for top != nil && top.Parent != nil && top.Parent.Type != kong.ApplicationNode {
+		top = top.Parent
+	}
+	if top != nil && clientCommands[top.Name] {
+		writeClientEnvHelp(ctx.Stdout)
+		return nil
+	}
 	writeEnvHelp(ctx.Stdout, all)
+	if sel == nil {
+		writeClientEnvHelp(ctx.Stdout)
+	}
 	return nil
 }
 

@@ -163,6 +163,7 @@ func NewServer(d Deps) *Server {
 	a.GET("/apps/:app_id/revisions/:revision_id", require(ScopeRead), s.getRevision)
 	a.GET("/apps/:app_id/revisions/:revision_id/diff", require(ScopeRead), s.diffRevisions)
 	a.GET("/apps/:app_id/revisions/:revision_id/files/*path", require(ScopeRead), s.revisionFile)
+	a.GET("/apps/:app_id/revisions/:revision_id/archive", require(ScopeRead), s.revisionArchive)
 	ca.GET("/capabilities", require(ScopeRead), s.capabilities)
 	ca.GET("/checkpoints", require(ScopeRead), s.listCheckpoints)
 	ca.POST("/checkpoints/:checkpoint_id/restore", require(ScopeWrite), s.restoreCheckpoint)

@@ -64,6 +64,7 @@ func corpusRoutes() []corpusRoute {
 		{method: "GET", path: "/admin/apps/{app}/revisions/{rev}"},
 		{method: "GET", path: "/admin/apps/{app}/revisions/{rev}/diff", query: []string{"from", "format"}},
 		{method: "GET", path: "/admin/apps/{app}/revisions/{rev}/files/{file}"},
+		{method: "GET", path: "/admin/apps/{app}/revisions/{rev}/archive", query: []string{"format"}},
 		{method: "GET", path: "/admin/apps/{app}/coding-agent/capabilities"},
 		{method: "GET", path: "/admin/apps/{app}/coding-agent/checkpoints", query: append(page, "chat_session_id")},
 		{method: "POST", path: "/admin/apps/{app}/coding-agent/checkpoints/{cp}/restore", write: true, limit: 1 << 10,

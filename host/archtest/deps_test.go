@@ -92,3 +92,24 @@ func pluginRoot(pkg string) string {
 	}
 	return parts[0] + "/" + parts[1]
 }
+
+// TestClientSpeaksOnlyHTTP: the API client (host/apiclient) imports no
+// package of ours, and the CLI's client commands (cmd/agenthost/client)
+// nothing of the host but that client: they reach a host through its
+// public HTTP API only, never its store or its internals.
+func TestClientSpeaksOnlyHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go list over the whole module is slow for -short")
+	}
+	for pkg, ds := range deps(t, "./host/apiclient/...") {
+		assert.Empty(t, ds, "%s must import no package of this module", pkg)
+	}
+	cmds := deps(t, "./cmd/agenthost/client/...")
+	require.NotEmpty(t, cmds)
+	for pkg, ds := range cmds {
+		for _, d := range ds {
+			ok := d == "host/apiclient" || top(d) == "core" || top(d) == "sdk" || strings.HasPrefix(d, "cmd/agenthost/client")
+			assert.True(t, ok, "%s must not import %s: the client speaks the public API only", pkg, d)
+		}
+	}
+}
