@@ -77,6 +77,7 @@ func corpusRoutes() []corpusRoute {
 		{method: "GET", path: "/admin/apps/{app}/coding-agent/runs/{run}"},
 		{method: "GET", path: "/admin/apps/{app}/coding-agent/runs/{run}/events", query: []string{"after_seq", "limit"}},
 		{method: "GET", path: "/admin/apps/{app}/coding-agent/runs/{run}/stream", query: []string{"after_seq"}, headers: []string{"Last-Event-ID"}},
+		{method: "POST", path: "/admin/apps/{app}/coding-agent/runs/{run}/stream-ticket"},
 		{method: "POST", path: "/admin/apps/{app}/coding-agent/runs/{run}/cancel", write: true},
 		{method: "POST", path: "/admin/apps/{app}/coding-agent/runs/{run}/resume", write: true, limit: mb,
 			body: map[string]any{"decision": "allow", "reason": "r"}},
