@@ -145,6 +145,7 @@ func NewServer(d Deps) *Server {
 	r.GET("/models", s.authenticate, require(ScopeRead), s.listModels)
 
 	a := r.Group("/admin", s.authenticate)
+	a.GET("/token", s.whoami) // any valid token: it describes itself
 	a.POST("/models", require(ScopeAdmin), s.createModel)
 	a.PUT("/models/default", require(ScopeAdmin), s.setDefaultModel)
 	a.POST("/apps", require(ScopeWrite), s.createApp)
