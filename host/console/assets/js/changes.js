@@ -64,7 +64,8 @@ export function changesView(root, ctx, runId) {
     }
     facts.push(h("p", { class: "result-line" }, "Result ", h("span", { class: `result kind-${result.kind}` }, result.kind), ": ",
       RESULTS[result.kind] || "", result.revision_id ? [" · revision ", h("code", {}, result.revision_id)] : null,
-      result.merged_into ? [" · merged into ", h("code", {}, result.merged_into)] : null, " ", changeList(result.changes)));
+      result.merged_into ? [" · merged into ", h("code", {}, result.merged_into)] : null,
+      changeList(result.changes) ? [" · ", changeList(result.changes)] : null));
     if (result.conflicts && result.conflicts.length) {
       facts.push(h("ul", { class: "conflicts" }, result.conflicts.map((c) => h("li", {}, h("code", {}, c.path), ` ${c.reason || ""}`))));
     }

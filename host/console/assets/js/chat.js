@@ -76,10 +76,11 @@ export function chatView(root, ctx, chatId) {
     }
   }
 
-  function scrollDown() {
-    // Keep the newest event in view unless the reader scrolled up.
-    if (scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 120) scroller.scrollTop = scroller.scrollHeight;
-  }
+  // The newest event stays in view unless the reader scrolled up to read.
+  const atBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  const toBottom = () => {
+    scroller.scrollTop = scroller.scrollHeight;
+  };
 
   function activeChanged() {
     const active = views.filter((v) => v.active).at(-1) || null;
@@ -93,8 +94,9 @@ export function chatView(root, ctx, chatId) {
     timeline.append(view.el);
     const f = new Follower(app, run.id, {
       onEvent: (env) => {
+        const stick = atBottom();
         view.apply(env);
-        scrollDown();
+        if (stick) toBottom();
       },
       onState: (s) => {
         live.textContent = LIVE[s] ?? s;
@@ -117,7 +119,7 @@ export function chatView(root, ctx, chatId) {
       // The chat's user turns name their runs; restores made for this chat
       // go between them by time.
       const items = [];
-      for (const m of chat.messages) {
+      for (const m of chat.messages || []) {
         if (m.role === "user" && m.run_id) items.push({ at: Date.parse(m.created_at), run: m.run_id, prompt: m.content });
       }
       for (const cp of cps.items) {
@@ -137,7 +139,7 @@ export function chatView(root, ctx, chatId) {
       // still going, from their last seq.
       await Promise.all(started.map((f) => f.catchUp()));
       if (gone) return;
-      scroller.scrollTop = scroller.scrollHeight;
+      toBottom();
       for (const f of started) if (!f.done) f.open();
     } catch (e) {
       showError(err, e);
@@ -155,7 +157,7 @@ export function chatView(root, ctx, chatId) {
     const empty = timeline.querySelector(".empty");
     if (empty) empty.remove();
     addRun(run, req.prompt).start().catch((e) => showError(err, e));
-    scrollDown();
+    toBottom();
   }
 
   // restore makes a checkpoint the draft again and marks it in the chat.
@@ -165,7 +167,7 @@ export function chatView(root, ctx, chatId) {
         chatId ? { chat_session_id: chatId } : {});
       timeline.append(restoreMarker(checkpointId, r.draft_revision_id, r.checkpoint.created_at));
       showError(err, null);
-      scrollDown();
+      toBottom();
     } catch (e) {
       showError(err, e);
     }

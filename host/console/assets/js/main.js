@@ -24,7 +24,11 @@ function renderWho() {
     h("span", { class: "user" }, p.user_id), " · ",
     h("span", { class: "scopes", title: "the token's scopes" }, p.scopes.join(", ")),
     session.canWrite ? null : [" ", h("span", { class: "badge readonly" }, "read-only")],
-    " ", button("Sign out", signOut, { class: "signout" }));
+    " ", button("Sign out", () => {
+      // Whoever signs in next starts from the apps, not from this place.
+      history.replaceState(null, "", "#/");
+      signOut();
+    }, { class: "signout" }));
 }
 
 function signOut(reason) {

@@ -279,13 +279,13 @@ export class RunView {
     if (r) {
       content.push(" · ", h("span", { class: `result kind-${r.kind}` }, r.kind), ": ", RESULTS[r.kind] || "");
       if (r.revision_id) content.push(" · revision ", code(r.revision_id));
-      content.push(" ", changeList(r.changes));
+      if (changeList(r.changes)) content.push(" · ", changeList(r.changes));
       if (r.conflicts && r.conflicts.length) {
         content.push(h("ul", { class: "conflicts" }, r.conflicts.map((c) => h("li", {}, code(c.path), ` ${c.reason || ""}`))));
       }
     }
     if (p.error_code) content.push(errorBox({ code: p.error_code, message: p.error_message }));
-    content.push(" ", h("a", { href: `#/apps/${this.app}/changes/${this.run.id}` }, "View changes"));
+    if (r) content.push(" ", h("a", { href: `#/apps/${this.app}/changes/${this.run.id}` }, "View changes"));
     this.line(env, `result-row end-${status}`, ...content);
     this.dropResume();
     for (const { actions } of this.perms.values()) actions.remove();
