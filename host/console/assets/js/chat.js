@@ -23,6 +23,9 @@ export function chatView(root, ctx, chatId) {
   const scroller = h("div", { class: "timeline-scroll", tabindex: "0", "aria-label": "Chat timeline" }, timeline);
   const live = h("span", { class: "live", role: "status" });
   const err = h("div");
+  // Trouble following a stream is shown while the follower retries, and
+  // goes once it follows again.
+  const streamErr = h("div");
   const title = h("h2", {}, chatId ? "Chat" : "New chat");
   let gone = false;
 
@@ -39,7 +42,7 @@ export function chatView(root, ctx, chatId) {
     h("aside", { class: "chats", "aria-label": "Chat sessions" }, h("h2", {}, "Chats"), newChat, listErr, list),
     h("section", { class: "chat-main" },
       h("div", { class: "chat-head" }, title, live),
-      err, scroller,
+      err, streamErr, scroller,
       composer ? composer.el : h("p", { class: "muted" }, "This token is read-only: it can watch runs, not start them."))));
 
   loadChats();
@@ -101,8 +104,9 @@ export function chatView(root, ctx, chatId) {
       onState: (s) => {
         live.textContent = LIVE[s] ?? s;
         live.dataset.state = s;
+        if (s === "live" || s === "done") showError(streamErr, null);
       },
-      onError: (e) => showError(err, e),
+      onError: (e) => showError(streamErr, e),
     });
     followers.push(f);
     activeChanged();

@@ -234,7 +234,7 @@ export class RunView {
   }
 
   paused(env, p) {
-    this.line(env, "status paused", "Paused: ", PAUSES[p.reason] || p.reason || "paused");
+    this.line(env, "status paused", "Paused: ", PAUSES[p.reason] || p.reason || "paused", p.message ? ` (${p.message})` : "");
     this.setStatus("paused");
     if (p.reason !== "permission" && session.canWrite) this.offerResume();
   }
