@@ -33,8 +33,8 @@ var Assets = mustSub(embedded, "assets")
 // to its own origin: no inline scripts or styles, no eval, no frames, no
 // plugins, no other hosts. Revision files are never shown as pages (the API
 // answers them with a sandbox policy of their own), only as text.
-const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // contentTypes are the types of the files the console ships, set here
 // rather than from the system's MIME table: a browser refuses a module
