@@ -177,12 +177,24 @@ func (p *consolePage) setValue(sel, value string) {
 		el.dispatchEvent(new Event("input", {bubbles: true})); el.focus(); return true })()`, js(sel), js(value)), nil)
 }
 
-// step checks that the page shows no error, then saves a screenshot.
+// unlabelled lists the visible form controls and buttons that have no
+// accessible name (a <label>, aria-label or aria-labelledby, or a
+// button's text), as an expression.
+const unlabelled = `[...document.querySelectorAll("input, select, textarea, button")]
+	.filter((el) => el.type !== "hidden" && el.getClientRects().length > 0)
+	.filter((el) => !((el.getAttribute("aria-label") || "").trim() || el.getAttribute("aria-labelledby") ||
+		[...(el.labels || [])].some((l) => l.textContent.trim()) || (el.tagName === "BUTTON" && el.textContent.trim())))
+	.map((el) => el.outerHTML.slice(0, 160))`
+
+// step checks that the page shows no error and that every control it
+// shows is labelled, then saves a screenshot.
 func (p *consolePage) step(name string) {
 	p.t.Helper()
-	var shown []string
+	var shown, bare []string
 	p.eval(`[...document.querySelectorAll(".error")].map(e => e.textContent)`, &shown)
 	assert.Empty(p.t, shown, "step %s: the page shows an error", name)
+	p.eval(unlabelled, &bare)
+	assert.Empty(p.t, bare, "step %s: controls without a label", name)
 	p.shot(name)
 }
 
