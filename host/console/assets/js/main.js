@@ -6,7 +6,7 @@ import { h, replace, button } from "./dom.js";
 import { get, onUnauthenticated, session } from "./api.js";
 import { signInView } from "./signin.js";
 import { appsView } from "./apps.js";
-import { workspaceView } from "./workspace.js";
+import { forget, workspaceView } from "./workspace.js";
 
 const main = document.getElementById("main");
 const who = document.getElementById("who");
@@ -33,6 +33,7 @@ function renderWho() {
 
 function signOut(reason) {
   session.signOut();
+  forget();
   for (let i = sessionStorage.length - 1; i >= 0; i--) {
     const k = sessionStorage.key(i);
     if (k && k.startsWith("agenthost.console.")) sessionStorage.removeItem(k);
@@ -67,7 +68,8 @@ async function route() {
       return;
     }
     try {
-      session.principal = await get("/admin/token");
+      // The token given explicitly: a refusal is answered here, once.
+      session.principal = await get("/admin/token", { token: session.token });
     } catch (err) {
       if (gen === generation) signOut(err);
       return;

@@ -20,8 +20,15 @@ const TABS = [
 
 const chatKey = (app) => `agenthost.console.chat.${app}`;
 
-// Capabilities and models change rarely; a workspace reads each once.
+// Capabilities and models change rarely; a session reads each once.
 const cache = new Map();
+
+// forget drops what the session read (at sign-out: the next token may be
+// another tenant's).
+export function forget() {
+  cache.clear();
+}
+
 function once(key, load) {
   if (!cache.has(key)) cache.set(key, load().catch((e) => {
     cache.delete(key);
