@@ -35,9 +35,10 @@ func mockScript(t *testing.T, intro, tool string, input any, action, question, o
 // its marker, start a second run, reload the page while it waits on its
 // permission and see its timeline continue without gap or duplicate
 // (held to the run's log from the API), cancel a third run from the
-// composer, then runs, capabilities, files, sign out, and a read-only
-// token that gets no write controls. No step may show an error or log a
-// script or policy error. Screenshots of every step go to
+// composer, then runs, capabilities, files, sign out, a read-only token
+// that gets no write controls, and another tenant's that sees nothing.
+// No step may show an error or an unlabelled control, and the page may
+// log no script or policy error. Screenshots of every step go to
 // $TMPDIR/agenthost-console-shots/TestConsoleWholeFlow/ (the log says).
 func TestConsoleWholeFlow(t *testing.T) {
 	bctx := testenv.Browser(t)
@@ -235,6 +236,13 @@ func TestConsoleWholeFlow(t *testing.T) {
 	p.untilText("table.checkpoints", "created")
 	assert.Zero(t, p.count("table.checkpoints button"), "no Restore for a read-only token")
 	p.step("read-only")
+
+	// Another tenant's token sees none of it.
+	p.do(chromedp.Click(chromedp.CSS("button.signout")))
+	p.do(chromedp.SendKeys(chromedp.ID("token"), e.tokenB+kb.Enter))
+	p.untilText("#who", "other")
+	p.untilText(".apps tbody", "No apps yet.")
+	p.step("other-tenant")
 
 	assert.Empty(t, p.Problems(), "the page logged no script or policy error")
 }
