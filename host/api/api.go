@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/console"
 	"github.com/agenthost/agenthost/host/endpoints"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -141,10 +142,14 @@ func NewServer(d Deps) *Server {
 	if d.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(d.Metrics))
 	}
+	// The console's static files take no token (a page cannot send one
+	// before it is loaded); every API call the page makes carries it.
+	console.Register(r)
 
 	r.GET("/models", s.authenticate, require(ScopeRead), s.listModels)
 
 	a := r.Group("/admin", s.authenticate)
+	a.GET("/token", s.whoami) // any valid token: it describes itself
 	a.POST("/models", require(ScopeAdmin), s.createModel)
 	a.PUT("/models/default", require(ScopeAdmin), s.setDefaultModel)
 	a.POST("/apps", require(ScopeWrite), s.createApp)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/agenthost/agenthost/core"
@@ -68,6 +69,26 @@ func require(scope string) gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// tokenJSON is what GET /admin/token tells a client about its own token.
+type tokenJSON struct {
+	TenantID string   `json:"tenant_id"`
+	UserID   string   `json:"user_id"`
+	Scopes   []string `json:"scopes"`
+}
+
+// whoami answers GET /admin/token: the calling token's tenant, user and
+// scopes, so a client (the console) can check a token at sign-in and show
+// only what it may do. Any valid token may ask; it learns nothing it could
+// not learn by trying.
+func (s *Server) whoami(c *gin.Context) {
+	p := principal(c)
+	scopes := p.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	c.JSON(http.StatusOK, tokenJSON{TenantID: p.TenantID, UserID: p.UserID, Scopes: scopes})
 }
 
 func principal(c *gin.Context) store.Principal {

@@ -41,6 +41,9 @@ func corpusRoutes() []corpusRoute {
 		{method: "GET", path: "/healthz"},
 		{method: "GET", path: "/readyz"},
 		{method: "GET", path: "/metrics"},
+		{method: "GET", path: "/console"},
+		{method: "GET", path: "/console/{asset}"},
+		{method: "GET", path: "/admin/token"},
 		{method: "GET", path: "/models"},
 		{method: "POST", path: "/admin/models", write: true, limit: mb, body: map[string]any{
 			"name": "m1", "provider": "openai", "provider_model": "gpt-x", "base_url": "http://127.0.0.1:9/v1",
@@ -116,7 +119,7 @@ func (e *env) corpusFixture(token string) corpusIDs {
 
 func (ids corpusIDs) fill(s string) string {
 	return strings.NewReplacer("{app}", ids.app, "{run}", ids.run, "{rev}", ids.rev, "{chat}", ids.chat,
-		"{cp}", ids.cp, "{agent}", ids.agent, "{file}", "index.html").Replace(s)
+		"{cp}", ids.cp, "{agent}", ids.agent, "{file}", "index.html", "{asset}", "js/main.js").Replace(s)
 }
 
 // corpusCase is one request of the corpus.
@@ -176,9 +179,12 @@ func buildCorpus(t *testing.T, e *env, a, b corpusIDs) []corpusCase {
 			}
 			add(ph+" of tenant B", a.fill(strings.Replace(r.path, ph, b.fill(ph), 1)), e.tokenA, body, nil)
 		}
-		if strings.Contains(r.path, "{file}") {
+		for _, ph := range []string{"{file}", "{asset}"} {
+			if !strings.Contains(r.path, ph) {
+				continue
+			}
 			for _, v := range badFilePaths {
-				add("file="+v, strings.Replace(a.fill(strings.Replace(r.path, "{file}", "@F@", 1)), "@F@", v, 1), e.tokenA, body, nil)
+				add(ph+"="+v, strings.Replace(a.fill(strings.Replace(r.path, ph, "@F@", 1)), "@F@", v, 1), e.tokenA, body, nil)
 			}
 		}
 		// Query parameters (and one the route does not read).
@@ -358,7 +364,7 @@ func TestBadInputCorpus(t *testing.T) {
 		covered := map[string]bool{}
 		for _, r := range corpusRoutes() {
 			p := strings.NewReplacer("{app}", ":app_id", "{run}", ":run_id", "{rev}", ":revision_id", "{chat}", ":chat_id",
-				"{cp}", ":checkpoint_id", "{agent}", ":agent_id", "{file}", "*path").Replace(r.path)
+				"{cp}", ":checkpoint_id", "{agent}", ":agent_id", "{file}", "*path", "{asset}", "*asset").Replace(r.path)
 			covered[r.method+" "+p] = true
 		}
 		assert.Equal(t, registered, covered, "the corpus must list exactly the routes of api.New")
