@@ -41,6 +41,8 @@ func corpusRoutes() []corpusRoute {
 		{method: "GET", path: "/healthz"},
 		{method: "GET", path: "/readyz"},
 		{method: "GET", path: "/metrics"},
+		{method: "GET", path: "/openapi.json"},
+		{method: "GET", path: "/openapi.yaml"},
 		{method: "GET", path: "/models"},
 		{method: "POST", path: "/admin/models", write: true, limit: mb, body: map[string]any{
 			"name": "m1", "provider": "openai", "provider_model": "gpt-x", "base_url": "http://127.0.0.1:9/v1",
