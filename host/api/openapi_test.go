@@ -544,3 +544,64 @@ func TestSpecTransportCatchesMismatch(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryEventTypeMatchesItsSchema: runs that between them emit every
+// event type of x-agenthost-events, read as a stream and as the /events
+// listing; the transport validates each event against its type's schema
+// (and this test that none of the types went unseen).
+func TestEveryEventTypeMatchesItsSchema(t *testing.T) {
+	eachDialect(t, func(e *env) {
+		t := e.t.(*testing.T)
+		app := e.createApp(e.tokenA)
+		base := "/admin/apps/" + app + "/coding-agent/runs/"
+		seen := map[string]bool{}
+		read := func(runID string, stop func(frame) bool) {
+			resp := e.openStream(e.tokenA, app, runID, "")
+			frames, _ := readSSE(t, resp, stop)
+			resp.Body.Close()
+			for _, f := range frames {
+				seen[f.Event] = true
+			}
+		}
+		// Everything but a failure and a cancel: a status, text, a
+		// permission asked and granted, a tool that fails and one that
+		// edits, an engine-reported tool that fails, the result applied.
+		full := e.createRun(e.tokenA, app, strings.Join([]string{
+			"status planning reading the request",
+			"say Let me look.",
+			"ask deploy Deploy?",
+			"tool coding_agent_write_file {}",
+			"report started call-9 lint {\"strict\":true}",
+			"report failed call-9 lint",
+			patchLine(t, "index.html", "<h1>hi</h1>", "<h1>every event</h1>"),
+			"say Done.",
+		}, "\n"))
+		read(full.ID, func(f frame) bool { return f.Event == "run.paused" })
+		require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+full.ID+"/resume", map[string]string{"decision": "allow"}, nil))
+		read(full.ID, nil)
+		failed := e.createRun(e.tokenA, app, "say trying\nfail MOCK_BROKEN it broke")
+		read(failed.ID, nil)
+		cancelled := e.createRun(e.tokenA, app, "say working\nsleep 60s")
+		read(cancelled.ID, func(f frame) bool { return f.Event == "assistant.delta" })
+		require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+cancelled.ID+"/cancel", nil, nil))
+		read(cancelled.ID, nil)
+		for _, id := range []string{full.ID, failed.ID, cancelled.ID} {
+			var page struct {
+				Items []struct {
+					Event string `json:"event"`
+				} `json:"items"`
+				Done bool `json:"done"`
+			}
+			require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", base+id+"/events", nil, &page))
+			assert.True(t, page.Done, id)
+			for _, it := range page.Items {
+				assert.True(t, seen[it.Event], "%s: the listing has %s, the stream did not", id, it.Event)
+			}
+		}
+		spec, err := loadSpec()
+		require.NoError(t, err)
+		for typ := range spec.events {
+			assert.True(t, seen[typ], "no run emitted %s", typ)
+		}
+	})
+}
