@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	openapi "github.com/agenthost/agenthost/api"
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/console"
 	"github.com/agenthost/agenthost/host/endpoints"
@@ -145,6 +146,7 @@ func NewServer(d Deps) *Server {
 	// The console's static files take no token (a page cannot send one
 	// before it is loaded); every API call the page makes carries it.
 	console.Register(r)
+	serveSpec(r)
 
 	r.GET("/models", s.authenticate, require(ScopeRead), s.listModels)
 
@@ -187,6 +189,20 @@ func NewServer(d Deps) *Server {
 	ca.POST("/runs/:run_id/resume", require(ScopeWrite), s.resumeRun)
 	s.handler = r
 	return s
+}
+
+// serveSpec serves the API's OpenAPI document, without authentication: as
+// written at /openapi.yaml and as JSON, converted once here at start-up, at
+// /openapi.json.
+func serveSpec(r *gin.Engine) {
+	doc, err := openapi.JSON()
+	if err != nil {
+		// The document is embedded and package api's tests load it: this
+		// is a broken build, not a condition to serve around.
+		panic(err)
+	}
+	r.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json; charset=utf-8", doc) })
+	r.GET("/openapi.yaml", func(c *gin.Context) { c.Data(http.StatusOK, "application/yaml; charset=utf-8", openapi.YAML()) })
 }
 
 // requestID tags every request (X-Request-ID is echoed when sane: it goes

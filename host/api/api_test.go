@@ -132,7 +132,7 @@ func TestPermissionResumeAndCancelOverHTTP(t *testing.T) {
 		resp.Body.Close()
 
 		var er apiError
-		assert.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", base+run.ID+"/resume", map[string]string{"decision": "maybe"}, &er))
+		assert.Equal(t, http.StatusBadRequest, e.doInvalid(e.tokenA, "POST", base+run.ID+"/resume", map[string]string{"decision": "maybe"}, &er))
 		assert.Equal(t, "decision", er.Detail.Field)
 		assert.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", base+run.ID+"/resume", map[string]string{"decision": "allow"}, nil))
 		assert.Equal(t, "completed", e.waitRun(app, run.ID).Status)
@@ -186,10 +186,19 @@ func TestErrorContract(t *testing.T) {
 			{"unknown chat session", e.tokenA, "POST", runs, map[string]string{"prompt": "x", "chat_session_id": "cs_nope"}, 404, "NOT_FOUND", "chat_session_id"},
 			{"native disabled by policy", e.tokenA, "POST", runs, map[string]string{"prompt": "x", "engine": "native"}, 400, "CODING_AGENT_ENGINE_UNAVAILABLE", "engine"},
 		}
+		// The requests these cases send against the API's own description
+		// (openapi_test.go holds only their answers to it).
+		invalid := map[string]bool{"malformed json": true, "unknown field": true, "wrong type": true, "two values": true,
+			"empty body": true, "oversized": true, "malformed app id": true, "path traversal": true, "malformed run id": true,
+			"unknown route": true, "bad after_seq": true, "bad status filter": true, "bad limit": true}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				var er apiError
-				got := e.do(tc.token, tc.method, tc.path, tc.body, &er)
+				do := e.do
+				if invalid[tc.name] {
+					do = e.doInvalid
+				}
+				got := do(tc.token, tc.method, tc.path, tc.body, &er)
 				assert.Equal(t, tc.status, got)
 				assert.Equal(t, tc.code, er.Detail.Code, er.Detail.Message)
 				assert.Equal(t, tc.field, er.Detail.Field)
@@ -322,6 +331,9 @@ func TestIdempotencyKey(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+e.tokenA)
 			if key != "" {
 				req.Header.Set("Idempotency-Key", key)
+			}
+			if key == "bad key" {
+				markInvalid(req) // a space is no printable ASCII
 			}
 			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)

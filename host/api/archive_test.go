@@ -83,8 +83,18 @@ func readTarGz(t testing.TB, body []byte) map[string]archiveFile {
 // download GETs a revision's archive and returns the answer and its body.
 func (e *env) download(token, app, rev, query string) (*http.Response, []byte) {
 	e.t.Helper()
+	return e.downloadMarked(false, token, app, rev, query)
+}
+
+// downloadMarked is download; invalid marks a request that breaks the spec
+// on purpose (only its answer is held to the spec).
+func (e *env) downloadMarked(invalid bool, token, app, rev, query string) (*http.Response, []byte) {
+	e.t.Helper()
 	req, err := http.NewRequest("GET", e.srv.URL+"/admin/apps/"+app+"/revisions/"+rev+"/archive"+query, nil)
 	require.NoError(e.t, err)
+	if invalid {
+		markInvalid(req)
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -208,6 +218,7 @@ func TestRevisionArchiveErrors(t *testing.T) {
 		status                       int
 		code, field                  string
 	}{
+		// The 400s send what the spec refuses, on purpose.
 		{"unknown format", e.tokenA, app, "draft", "?format=rar", http.StatusBadRequest, "INVALID_REQUEST", "format"},
 		{"empty format", e.tokenA, app, "draft", "?format=", http.StatusBadRequest, "INVALID_REQUEST", "format"},
 		{"tar without gzip", e.tokenA, app, "draft", "?format=tar", http.StatusBadRequest, "INVALID_REQUEST", "format"},
@@ -219,7 +230,7 @@ func TestRevisionArchiveErrors(t *testing.T) {
 		{"no token", "", app, "draft", "", http.StatusUnauthorized, "UNAUTHENTICATED", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := e.download(tc.token, tc.app, tc.rev, tc.query)
+			resp, body := e.downloadMarked(tc.status == http.StatusBadRequest, tc.token, tc.app, tc.rev, tc.query)
 			require.Equal(t, tc.status, resp.StatusCode, "%s", body)
 			assert.Empty(t, resp.Header.Get("Content-Disposition"), "no attachment for an error")
 			var er apiError

@@ -24,7 +24,12 @@ import (
 
 var binDir string
 
-func TestMain(m *testing.M) { testenv.Main(m, &binDir, testenv.DefaultPluginPackages()...) }
+func TestMain(m *testing.M) {
+	// Every client the tests use validates its traffic with the hosts
+	// they start against api/openapi.yaml (openapi_test.go).
+	http.DefaultTransport = specTransport{base: http.DefaultTransport}
+	testenv.Main(m, &binDir, testenv.DefaultPluginPackages()...)
+}
 
 // env is a running host behind a real HTTP server, with tokens for two
 // tenants.
@@ -83,6 +88,7 @@ func startEnvIn(t testing.TB, dialect, configDir string, mods ...func(*config.Ho
 	h, err := hostapp.Start(ctx, cfg, hclog.New(&hclog.LoggerOptions{Level: level, Output: os.Stderr}))
 	require.NoError(t, err)
 	srv := httptest.NewServer(h.Handler)
+	checkAgainstSpec(t, srv)
 	t.Cleanup(func() {
 		srv.Close()
 		cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -102,6 +108,18 @@ func startEnvIn(t testing.TB, dialect, configDir string, mods ...func(*config.Ho
 // do sends a request and decodes a JSON answer into out (when not nil).
 func (e *env) do(token, method, path string, body any, out any) int {
 	e.t.Helper()
+	return e.send(false, token, method, path, body, out)
+}
+
+// doInvalid is do for a request that is invalid on purpose: only the
+// answer is held to the spec (markInvalid).
+func (e *env) doInvalid(token, method, path string, body any, out any) int {
+	e.t.Helper()
+	return e.send(true, token, method, path, body, out)
+}
+
+func (e *env) send(invalid bool, token, method, path string, body any, out any) int {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -116,6 +134,9 @@ func (e *env) do(token, method, path string, body any, out any) int {
 	require.NoError(e.t, err)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if invalid {
+		markInvalid(req)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(e.t, err)

@@ -203,7 +203,7 @@ func TestNativeBudgetPauseAndResume(t *testing.T) {
 
 	// A decision is not required (nothing was asked) but a bad one is refused.
 	var apiErr apiError
-	assert.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs/"+run.ID+"/resume", map[string]any{"decision": "maybe"}, &apiErr))
+	assert.Equal(t, http.StatusBadRequest, e.doInvalid(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs/"+run.ID+"/resume", map[string]any{"decision": "maybe"}, &apiErr))
 	require.Equal(t, http.StatusAccepted, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs/"+run.ID+"/resume", map[string]any{}, nil))
 	done := e.waitRun(app, run.ID)
 	require.Equal(t, "completed", done.Status, "%+v", done)
@@ -213,7 +213,7 @@ func TestNativeBudgetPauseAndResume(t *testing.T) {
 	assert.Len(t, srv.RequestsFor("gpt-budget"), 3, "no model turn was repeated")
 
 	var bad apiError
-	assert.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs",
+	assert.Equal(t, http.StatusBadRequest, e.doInvalid(e.tokenA, "POST", "/admin/apps/"+app+"/coding-agent/runs",
 		map[string]any{"engine": "native", "prompt": "x", "token_budget": -5}, &bad))
 	assert.Equal(t, "token_budget", bad.Detail.Field)
 }

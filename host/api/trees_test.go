@@ -152,7 +152,7 @@ func TestEveryListChecksItsCursor(t *testing.T) {
 				{"limit=0", "limit"}, {"limit=201", "limit"}, {"limit=x", "limit"},
 			} {
 				var er apiError
-				assert.Equal(t, http.StatusBadRequest, e.do(e.tokenA, "GET", list+"?"+q.query, nil, &er), "%s?%s", list, q.query)
+				assert.Equal(t, http.StatusBadRequest, e.doInvalid(e.tokenA, "GET", list+"?"+q.query, nil, &er), "%s?%s", list, q.query)
 				assert.Equal(t, "INVALID_REQUEST", er.Detail.Code, "%s?%s", list, q.query)
 				assert.Equal(t, q.field, er.Detail.Field, "%s?%s", list, q.query)
 			}
