@@ -103,6 +103,18 @@ func (c *Conn) client() (*apiclient.Client, error) {
 	return cl, nil
 }
 
+// forApp connects and resolves the app argument (an id or a unique name):
+// how every command about one app starts.
+func (c *Conn) forApp(arg string) (context.Context, *apiclient.Client, string, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ctx := context.Background()
+	app, err := resolveApp(ctx, cl, arg)
+	return ctx, cl, app, err
+}
+
 // explain adds to an error what the user can do about it: a host that
 // does not answer is named with the way to point at another.
 func explain(err error) error {

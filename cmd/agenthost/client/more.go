@@ -23,12 +23,7 @@ type CheckpointsListCmd struct {
 
 // Run prints a page of checkpoints; * marks the draft's.
 func (c *CheckpointsListCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -55,12 +50,7 @@ type CheckpointsRestoreCmd struct {
 
 // Run restores and says which revision is the draft now.
 func (c *CheckpointsRestoreCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -85,12 +75,7 @@ type DiffCmd struct {
 
 // Run prints the unified diff.
 func (c *DiffCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -147,12 +132,7 @@ type ChatsListCmd struct {
 
 // Run prints a page of chats.
 func (c *ChatsListCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -175,12 +155,7 @@ type ChatsGetCmd struct {
 
 // Run prints the chat's messages, each under its role and run.
 func (c *ChatsGetCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}

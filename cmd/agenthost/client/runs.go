@@ -84,12 +84,7 @@ type RunsListCmd struct {
 
 // Run prints a page of runs.
 func (c *RunsListCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -112,12 +107,7 @@ type RunsGetCmd struct {
 
 // Run prints the run.
 func (c *RunsGetCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -163,12 +153,7 @@ type RunsFollowCmd struct {
 // Run follows the run; its past is shown, and only a question still open
 // at its end is answered.
 func (c *RunsFollowCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -188,12 +173,7 @@ type RunsCancelCmd struct {
 
 // Run asks the host to cancel the run.
 func (c *RunsCancelCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -220,12 +200,7 @@ type RunsResumeCmd struct {
 // Run sends the decision (none for a run paused for its budget or a host
 // restart) and, with --follow, follows the run from its newest event on.
 func (c *RunsResumeCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	app, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, app, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
