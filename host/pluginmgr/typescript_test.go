@@ -120,6 +120,13 @@ func TestTypeScriptEngineKit(t *testing.T) {
 // whose engine callbacks go to services.
 func startEchoTS(t *testing.T, configDir, pluginDir string, services engine.HostServices) *engine.Client {
 	t.Helper()
+	return startEngine(t, configDir, pluginDir, "echo-ts", services)
+}
+
+// startEngine launches the engine plugin name of configDir through a
+// plugin manager whose engine callbacks go to services.
+func startEngine(t testing.TB, configDir, pluginDir, name string, services engine.HostServices) *engine.Client {
+	t.Helper()
 	configs, err := pluginmgr.LoadConfigDir(configDir, pluginDir)
 	require.NoError(t, err)
 	m := pluginmgr.New(configs, pluginmgr.Options{
@@ -129,7 +136,7 @@ func startEchoTS(t *testing.T, configDir, pluginDir string, services engine.Host
 	m.SetCallbacks(services, nil)
 	require.NoError(t, m.Start(context.Background()))
 	t.Cleanup(m.Close)
-	client, _, err := m.Engine("echo-ts")
+	client, _, err := m.Engine(name)
 	require.NoError(t, err, "%+v", m.Statuses())
 	return client
 }
