@@ -506,8 +506,10 @@ func seqParam(v string) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
+	// Digits only: ParseInt alone would take "+5" and "-0", which the
+	// API's description (and an SSE client) never sends.
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || strings.TrimLeft(v, "0123456789") != "" {
 		return 0, core.Errf(core.CodeInvalidRequest, "after_seq", "after_seq must be a non-negative integer")
 	}
 	return n, nil
