@@ -3,7 +3,9 @@ package api_test
 import (
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,13 +30,23 @@ func TestTimingMetricsAndPrometheus(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, got.Context.Timings["total"], got.Context.Timings["first_token"])
 
-		resp, err := http.Get(e.srv.URL + "/metrics")
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		text := string(body)
-		assert.Contains(t, text, `agenthost_runs_total{engine="mock",error_code="",outcome="completed"} 1`)
+		// The run is observed once its end is recorded, which a client can
+		// see a moment before: wait for it to be counted (ObserveRun counts
+		// it last, so its phases are in by then).
+		const counted = `agenthost_runs_total{engine="mock",error_code="",outcome="completed"} 1`
+		var text string
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			resp, err := http.Get(e.srv.URL + "/metrics")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			if text = string(body); strings.Contains(text, counted) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		assert.Contains(t, text, counted)
 		assert.Contains(t, text, `agenthost_run_phase_seconds_count{engine="mock",phase="first_token"} 1`)
 	})
 }

@@ -100,20 +100,21 @@ func (m *Metrics) WatchWarmPool(stats func() (kept, idleServers int, serverRSS i
 		}, func() float64 { _, _, rss := stats(); return float64(rss) }))
 }
 
-// ObserveRun records a run that has reached its final state.
+// ObserveRun records a run that has reached its final state. The run is
+// counted last: a scrape that sees it counted also sees its phases and
+// tokens.
 func (m *Metrics) ObserveRun(run *core.Run) {
-	m.runs.WithLabelValues(run.Engine, string(run.Status), run.ErrorCode).Inc()
-	m.tokens.WithLabelValues(run.Engine, "input").Add(float64(run.InputTokens))
-	m.tokens.WithLabelValues(run.Engine, "output").Add(float64(run.OutputTokens))
 	var ctx struct {
 		Timings map[string]int64 `json:"timing_metrics_ms"`
 	}
-	if json.Unmarshal(run.Context, &ctx) != nil {
-		return
+	if json.Unmarshal(run.Context, &ctx) == nil {
+		for phase, ms := range ctx.Timings {
+			m.phase.WithLabelValues(phase, run.Engine).Observe(float64(ms) / 1000)
+		}
 	}
-	for phase, ms := range ctx.Timings {
-		m.phase.WithLabelValues(phase, run.Engine).Observe(float64(ms) / 1000)
-	}
+	m.tokens.WithLabelValues(run.Engine, "input").Add(float64(run.InputTokens))
+	m.tokens.WithLabelValues(run.Engine, "output").Add(float64(run.OutputTokens))
+	m.runs.WithLabelValues(run.Engine, string(run.Status), run.ErrorCode).Inc()
 }
 
 // Handler serves the metrics in Prometheus' text format.
