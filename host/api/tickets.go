@@ -22,10 +22,13 @@ import (
 // each connection made with it ends it stays usable for streamTicketGrace,
 // so that EventSource's automatic reconnect (with Last-Event-ID) gets back
 // in, and then it dies. A URL that leaks into a proxy's log is therefore
-// worth nothing a minute after its stream ended.
+// worth nothing a minute after its stream ended. However often it
+// reconnects, a ticket is not extended past streamTicketMaxAge after it
+// was minted; a page that follows a run for longer mints a new one.
 const (
-	streamTicketTTL   = time.Minute
-	streamTicketGrace = time.Minute
+	streamTicketTTL    = time.Minute
+	streamTicketGrace  = time.Minute
+	streamTicketMaxAge = 12 * time.Hour
 	// streamTicketPrefix marks tickets, as TokenPrefix marks tokens.
 	streamTicketPrefix = "st_"
 )
@@ -90,7 +93,7 @@ func (s *Server) authenticateStream(c *gin.Context) {
 	// stopping): keep the ticket for the client's reconnect.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
 	defer cancel()
-	if err := s.deps.Store.ExtendStreamTicket(ctx, ticket, time.Now().Add(streamTicketGrace)); err != nil {
+	if err := s.deps.Store.ExtendStreamTicket(ctx, ticket, time.Now().Add(streamTicketGrace), streamTicketMaxAge); err != nil {
 		s.log.Warn("stream ticket not extended; the client's reconnect will need a new one", "run_id", c.Param("run_id"), "error", err)
 	}
 }

@@ -80,9 +80,12 @@ func (p Principal) withScopes(scopes string) Principal {
 
 // ExtendStreamTicket keeps a ticket usable until at least until; a
 // connection made with it calls this when it ends, so that the client's
-// reconnect finds the ticket alive.
-func (s *Store) ExtendStreamTicket(ctx context.Context, secret string, until time.Time) error {
-	_, err := s.w.ExecContext(ctx, s.rebind(`UPDATE stream_tickets SET expires_at = ? WHERE ticket_hash = ? AND expires_at < ?`),
-		until.UnixMilli(), HashToken(secret), until.UnixMilli())
+// reconnect finds the ticket alive. A ticket minted more than maxAge
+// before until is not extended: reconnecting in a loop cannot keep one
+// alive for ever, and a client that follows a run for longer mints a new
+// one.
+func (s *Store) ExtendStreamTicket(ctx context.Context, secret string, until time.Time, maxAge time.Duration) error {
+	_, err := s.w.ExecContext(ctx, s.rebind(`UPDATE stream_tickets SET expires_at = ? WHERE ticket_hash = ? AND expires_at < ? AND created_at >= ?`),
+		until.UnixMilli(), HashToken(secret), until.UnixMilli(), until.Add(-maxAge).UnixMilli())
 	return translate(err)
 }

@@ -56,12 +56,21 @@ func TestStreamTickets(t *testing.T) {
 
 		// A connection that ends keeps the ticket for its reconnect; an
 		// extension never shortens it.
-		require.NoError(t, s.ExtendStreamTicket(ctx, "st_one", now.Add(3*time.Minute)))
-		require.NoError(t, s.ExtendStreamTicket(ctx, "st_one", now.Add(2*time.Minute)))
+		require.NoError(t, s.ExtendStreamTicket(ctx, "st_one", now.Add(3*time.Minute), time.Hour))
+		require.NoError(t, s.ExtendStreamTicket(ctx, "st_one", now.Add(2*time.Minute), time.Hour))
 		_, err = s.RedeemStreamTicket(ctx, "st_one", "app1", "run1", "apps.read", now.Add(150*time.Second))
 		require.NoError(t, err)
 		_, err = s.RedeemStreamTicket(ctx, "st_one", "app1", "run1", "apps.read", now.Add(4*time.Minute))
 		assert.ErrorIs(t, err, ErrNotFound)
+
+		// Past its maximum age a ticket is extended no more, however often
+		// it reconnects.
+		require.NoError(t, s.ExtendStreamTicket(ctx, "st_one", now.Add(2*time.Hour), time.Hour))
+		_, err = s.RedeemStreamTicket(ctx, "st_one", "app1", "run1", "apps.read", now.Add(90*time.Minute))
+		assert.ErrorIs(t, err, ErrNotFound, "minted over an hour before: not extended")
+		require.NoError(t, s.ExtendStreamTicket(ctx, "st_one", now.Add(50*time.Minute), time.Hour))
+		_, err = s.RedeemStreamTicket(ctx, "st_one", "app1", "run1", "apps.read", now.Add(45*time.Minute))
+		require.NoError(t, err, "within its maximum age it is")
 
 		_, err = s.w.ExecContext(ctx, s.rebind(`UPDATE api_tokens SET revoked_at = ? WHERE id = ?`), now.UnixMilli(), tok)
 		require.NoError(t, err)
