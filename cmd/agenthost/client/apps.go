@@ -219,12 +219,7 @@ type AppsGetCmd struct {
 
 // Run prints the app and its draft's files.
 func (c *AppsGetCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	id, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, id, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}
@@ -264,12 +259,7 @@ type AppsDownloadCmd struct {
 // Run writes the archive to a temporary file beside the output and
 // renames it when whole, so a failed download leaves nothing half written.
 func (c *AppsDownloadCmd) Run(o *IO) error {
-	cl, err := c.client()
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	id, err := resolveApp(ctx, cl, c.App)
+	ctx, cl, id, err := c.forApp(c.App)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,23 +73,65 @@ func BuildTypeScriptEcho(t testing.TB, dir string) {
 	defer lock.Close()
 	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file releases it too
-	// The SDK's own unit tests (node --test) run here too, so make test
-	// runs them without a step of its own.
-	steps := []struct {
-		dir  string
-		args []string
-	}{
-		{sdkDir, []string{"run", "--silent", "build"}},
-		{sdkDir, []string{"test", "--silent"}},
-		{exampleDir, []string{"run", "--silent", "build"}},
-	}
-	for _, s := range steps {
-		cmd := exec.Command("npm", s.args...)
-		cmd.Dir = s.dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm %v in %s:\n%s", s.args, s.dir, out)
+	// A build that an earlier test package made and tested, from sources
+	// no newer than it, is used as it is: make test runs several packages
+	// that need the bundle, and each rebuild costs seconds.
+	stamp := filepath.Join(exampleDir, "dist", ".built-and-tested")
+	if !newerThanSources(stamp, root) {
+		// The SDK's own unit tests (node --test) run here too, so make
+		// test runs them without a step of its own.
+		steps := []struct {
+			dir  string
+			args []string
+		}{
+			{sdkDir, []string{"run", "--silent", "build"}},
+			{sdkDir, []string{"test", "--silent"}},
+			{exampleDir, []string{"run", "--silent", "build"}},
+		}
+		for _, s := range steps {
+			cmd := exec.Command("npm", s.args...)
+			cmd.Dir = s.dir
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "npm %v in %s:\n%s", s.args, s.dir, out)
+		}
+		require.NoError(t, os.WriteFile(stamp, nil, 0o644))
 	}
 	bundle, err := os.ReadFile(filepath.Join(exampleDir, "dist", TypeScriptEchoBundle))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, TypeScriptEchoBundle), bundle, 0o644))
+}
+
+// typeScriptSources are what the SDK and the example are built from,
+// relative to the repository's root.
+var typeScriptSources = []string{
+	"sdk/proto",
+	"sdk/typescript/src", "sdk/typescript/scripts", "sdk/typescript/proto",
+	"sdk/typescript/package.json", "sdk/typescript/package-lock.json", "sdk/typescript/tsconfig.json",
+	"examples/engine-echo-ts/src", "examples/engine-echo-ts/package.json",
+	"examples/engine-echo-ts/package-lock.json", "examples/engine-echo-ts/tsconfig.json",
+}
+
+// newerThanSources reports whether the file stamp exists and is newer than
+// every TypeScript source (generated files under src/generated excepted).
+func newerThanSources(stamp, root string) bool {
+	st, err := os.Stat(stamp)
+	if err != nil {
+		return false
+	}
+	newer := true
+	for _, src := range typeScriptSources {
+		_ = filepath.WalkDir(filepath.Join(root, src), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !newer {
+				return err
+			}
+			if d.IsDir() && d.Name() == "generated" {
+				return filepath.SkipDir
+			}
+			if info, err := d.Info(); err == nil && !d.IsDir() && !info.ModTime().Before(st.ModTime()) {
+				newer = false
+			}
+			return nil
+		})
+	}
+	return newer
 }
