@@ -115,7 +115,9 @@ func (p *pgStats) commits(e *env, runID string) int64 {
 			break
 		}
 		if time.Now().After(deadline) {
-			p.tb.Fatalf("%d backends of %s still open", n, p.name)
+			var open []string
+			_ = p.admin.Select(&open, `SELECT application_name || ' ' || state || ' ' || query FROM pg_stat_activity WHERE datname = $1 AND application_name <> $2`, p.name, store.ListenerApplicationName)
+			p.tb.Fatalf("%d backends of %s still open: %q", n, p.name, open)
 		}
 		time.Sleep(5 * time.Millisecond) // polling the server's view; no event to wait on
 	}

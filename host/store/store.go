@@ -243,6 +243,10 @@ func (s *Store) DropIdleConnections() {
 	}
 	s.w.SetMaxIdleConns(0)
 	s.w.SetMaxIdleConns(postgresIdleConns)
+	// The lease's own connection too: a statistics reader waits for every
+	// backend of the host's but the listener's to exit.
+	s.lease.SetMaxIdleConns(0)
+	s.lease.SetMaxIdleConns(1)
 }
 
 // Close flushes pending event appends and closes the connections.
