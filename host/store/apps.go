@@ -84,7 +84,7 @@ func (s *Store) CreateAppWithRevision(ctx context.Context, a App, first NewRevis
 			a.ID, a.TenantID, a.Name, now, now); err != nil {
 			return translate(err)
 		}
-		_, err := s.writeRevision(ctx, tx, pr)
+		_, err := s.writeRevision(ctx, tx, &pr)
 		return err
 	})
 	if err != nil {

@@ -69,3 +69,32 @@ func BenchmarkRevision3Changed(b *testing.B) {
 		b.ReportMetric(float64(written)/float64(b.N), "content-bytes/op")
 	})
 }
+
+// BenchmarkRevisionChain500: a run result's revision of a 500-file app that
+// changed one file, each made from the one before by manifest (its
+// contents stored already, as a streamed result's are): what a turn that
+// changed one file writes. It should cost about what the change does, not
+// the app's size.
+func BenchmarkRevisionChain500(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *Store) {
+		seedApp(b, s)
+		ctx := context.Background()
+		_, _, err := s.CreateRevision(ctx, NewRevision{ID: "r0", AppID: "app1", Source: "upload", Files: app500(0)})
+		require.NoError(b, err)
+		m, err := s.RevisionManifest(ctx, "r0")
+		require.NoError(b, err)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			content := []byte(fmt.Sprintf("turn %d\n", i))
+			sha, err := s.PutBlob(ctx, content)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m[i%len(m)].SHA256, m[i%len(m)].Size = sha, int64(len(content))
+			if _, _, err := s.CreateRevision(ctx, NewRevision{ID: fmt.Sprintf("r%d", i+1), AppID: "app1", ParentID: fmt.Sprintf("r%d", i),
+				Source: "run", Manifest: m}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

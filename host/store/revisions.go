@@ -90,7 +90,7 @@ func (s *Store) CreateRevision(ctx context.Context, nr NewRevision) (Revision, W
 				return err
 			}
 		}
-		stats, err = s.writeRevision(ctx, tx, pr)
+		stats, err = s.writeRevision(ctx, tx, &pr)
 		return err
 	})
 	if err != nil {
@@ -109,7 +109,7 @@ func (s *Store) remember(pr preparedRevision) {
 		e.Mode = storedMode(e.Mode)
 		m[i] = e
 	}
-	s.manifests.put(pr.rev.ID, m)
+	s.manifests.put(pr.rev.ID, m, pr.base)
 }
 
 // storedMode is the mode a manifest entry is stored with (0: a plain file).
@@ -129,6 +129,9 @@ type preparedRevision struct {
 	// manifest whose blobs must already be stored.
 	bySHA    map[string][]byte
 	byDigest []ManifestEntry
+	// base is set by writeRevision: the revision its stored manifest is a
+	// delta against ("": stored whole).
+	base string
 }
 
 // prepareRevision checks nr and digests its files, outside any transaction.
@@ -156,13 +159,14 @@ func prepareRevision(nr NewRevision) (preparedRevision, error) {
 	return preparedRevision{nr: nr, rev: rev, entries: entries, bySHA: bySHA, byDigest: byDigest}, nil
 }
 
-// writeRevision writes a prepared revision's blobs, row and manifest, and
-// moves the draft head when asked, inside the caller's transaction.
-func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevision) (WriteStats, error) {
+// writeRevision writes a prepared revision's blobs, row and manifest (a
+// delta against an earlier whole one when planDelta finds one), and moves
+// the draft head when asked, inside the caller's transaction.
+func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr *preparedRevision) (WriteStats, error) {
 	rev, files, nr := pr.rev, pr.entries, pr.nr
 	var stats WriteStats
-	delta := s.parentDelta(rev.ParentID, files)
-	// Contents the parent's files name are stored (revision_files
+	delta := s.planDelta(rev.ParentID, files)
+	// Contents that stored manifests name are stored (revision_files
 	// references blobs): only the others are checked.
 	shas := make([]string, 0, len(pr.byDigest))
 	for _, e := range pr.byDigest {
@@ -192,28 +196,19 @@ func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevis
 	}
 	stats.BlobsWritten, stats.BlobBytes = written, bytes
 	if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO revisions (id, app_id, parent_id, merge_parent_id, source, author_id,
- run_id, message, file_count, total_size, applied, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+ run_id, message, file_count, total_size, applied, created_at, manifest_base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		rev.ID, rev.AppID, nullStr(rev.ParentID), nullStr(rev.MergeParentID), rev.Source, nullStr(rev.AuthorID),
-		nullStr(rev.RunID), rev.Message, rev.FileCount, rev.TotalSize, rev.Applied, rev.CreatedAt.UnixMilli()); err != nil {
+		nullStr(rev.RunID), rev.Message, rev.FileCount, rev.TotalSize, rev.Applied, rev.CreatedAt.UnixMilli(),
+		nullStr(delta.base)); err != nil {
 		return stats, translate(err)
 	}
-	if delta.ok {
-		// The parent's rows the revision keeps as they were are copied in
-		// the database; only what changed is sent.
-		q := `INSERT INTO revision_files (revision_id, path, blob_sha256, mode) SELECT ?, path, blob_sha256, mode
- FROM revision_files WHERE revision_id = ?`
-		args := []any{rev.ID, rev.ParentID}
-		if len(delta.dropped) > 0 {
-			q += ` AND path NOT IN (?` + strings.Repeat(", ?", len(delta.dropped)-1) + `)`
-			for _, p := range delta.dropped {
-				args = append(args, p)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, tx.Rebind(q), args...); err != nil {
-			return stats, translate(err)
-		}
+	if delta.base != "" {
 		files = delta.changed
+		if err := s.insertDrops(ctx, tx, rev.ID, delta.dropped); err != nil {
+			return stats, err
+		}
 	}
+	pr.base = delta.base
 	per := s.rowsPerInsert(4)
 	for start := 0; start < len(files); start += per {
 		end := min(start+per, len(files))
@@ -250,54 +245,21 @@ func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr preparedRevis
 	return stats, nil
 }
 
-// revisionDelta is a new revision's manifest against its parent's.
-type revisionDelta struct {
-	// ok: the parent's manifest was in memory and the delta is small
-	// enough to write as one: the parent's rows but dropped, plus changed.
-	ok bool
-	// stored are the digests the parent's files name, whose contents are
-	// therefore stored.
-	stored map[string]bool
-	// changed are the entries new or different from the parent's; dropped
-	// the parent's paths the revision does not keep as they were.
-	changed []ManifestEntry
-	dropped []string
-}
-
-// parentDelta compares files (sorted by path) with the parent revision's
-// manifest when that is in the manifest cache (the base of a run's result
-// is: applying the result read it); it reads nothing.
-func (s *Store) parentDelta(parentID string, files []ManifestEntry) revisionDelta {
-	if parentID == "" {
-		return revisionDelta{}
-	}
-	parent, ok := s.manifests.get(parentID)
-	if !ok {
-		return revisionDelta{}
-	}
-	d := revisionDelta{stored: make(map[string]bool, len(parent))}
-	old := make(map[string]ManifestEntry, len(parent))
-	for _, e := range parent {
-		d.stored[e.SHA256] = true
-		old[e.Path] = e
-	}
-	kept := make(map[string]bool, len(files))
-	for _, e := range files {
-		if p, ok := old[e.Path]; ok && p.SHA256 == e.SHA256 && p.Mode == storedMode(e.Mode) {
-			kept[e.Path] = true
-			continue
+// insertDrops records the base paths a delta manifest does not have.
+func (s *Store) insertDrops(ctx context.Context, tx *sqlx.Tx, revisionID string, paths []string) error {
+	per := s.rowsPerInsert(2)
+	for start := 0; start < len(paths); start += per {
+		end := min(start+per, len(paths))
+		q := `INSERT INTO revision_drops (revision_id, path) VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, end-start-1)
+		args := make([]any, 0, (end-start)*2)
+		for _, p := range paths[start:end] {
+			args = append(args, revisionID, p)
 		}
-		d.changed = append(d.changed, e)
-	}
-	for _, e := range parent {
-		if !kept[e.Path] {
-			d.dropped = append(d.dropped, e.Path)
+		if _, err := tx.ExecContext(ctx, tx.Rebind(q), args...); err != nil {
+			return translate(err)
 		}
 	}
-	// NOT IN takes at most a chunk's worth of paths; and a revision that
-	// changed most files is written row by row anyway.
-	d.ok = len(d.dropped) <= inChunk && len(d.changed) < len(files)
-	return d
+	return nil
 }
 
 // newManifest sorts and checks a new revision's files, digesting Files'
@@ -343,6 +305,8 @@ type revisionRow struct {
 	TotalSize     int64          `db:"total_size"`
 	Applied       bool           `db:"applied"`
 	CreatedAt     int64          `db:"created_at"`
+	// ManifestBase is read only where a revision's manifest is.
+	ManifestBase sql.NullString `db:"manifest_base"`
 }
 
 const revisionColumns = `id, app_id, parent_id, merge_parent_id, source, author_id, run_id, message, file_count, total_size, applied, created_at`
@@ -357,20 +321,29 @@ func (row revisionRow) revision() Revision {
 
 // GetRevision reads a revision and its manifest (path order).
 func (s *Store) GetRevision(ctx context.Context, id string) (Revision, []ManifestEntry, error) {
-	var row revisionRow
-	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT `+revisionColumns+` FROM revisions WHERE id = ?`), id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Revision{}, nil, notFound("revision", id)
-	}
+	row, entries, err := s.getRevision(ctx, id)
 	if err != nil {
-		return Revision{}, nil, translate(err)
-	}
-	var entries []ManifestEntry
-	if err := s.r.SelectContext(ctx, &entries, s.rebind(`SELECT f.path, f.blob_sha256, b.size, f.mode FROM revision_files f
- JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? ORDER BY f.path`), id); err != nil {
-		return Revision{}, nil, translate(err)
+		return Revision{}, nil, err
 	}
 	return row.revision(), entries, nil
+}
+
+// getRevision is GetRevision with the row as stored.
+func (s *Store) getRevision(ctx context.Context, id string) (revisionRow, []ManifestEntry, error) {
+	var row revisionRow
+	err := s.r.GetContext(ctx, &row, s.rebind(`SELECT `+revisionColumns+`, manifest_base FROM revisions WHERE id = ?`), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row, nil, notFound("revision", id)
+	}
+	if err != nil {
+		return row, nil, translate(err)
+	}
+	var entries []ManifestEntry
+	if err := s.r.SelectContext(ctx, &entries, s.rebind(`SELECT m.path, m.blob_sha256, b.size, m.mode FROM `+manifestSource(false)+`
+ JOIN blobs b ON b.sha256 = m.blob_sha256 ORDER BY m.path`), manifestArgs(id)...); err != nil {
+		return row, nil, translate(err)
+	}
+	return row, entries, nil
 }
 
 // ListRevisions returns an app's revisions newest first, older than the
@@ -398,8 +371,8 @@ func (s *Store) ListRevisions(ctx context.Context, appID, before string, limit i
 // ReadRevisionFile returns one file's content at a revision.
 func (s *Store) ReadRevisionFile(ctx context.Context, revisionID, path string) ([]byte, error) {
 	var r blobRow
-	err := s.r.GetContext(ctx, &r, s.rebind(`SELECT b.sha256, b.size, b.chunk_key FROM revision_files f
- JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? AND f.path = ?`), revisionID, path)
+	err := s.r.GetContext(ctx, &r, s.rebind(`SELECT b.sha256, b.size, b.chunk_key FROM `+manifestSource(true)+`
+ JOIN blobs b ON b.sha256 = m.blob_sha256`), manifestArgs(revisionID, path)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound("file", path)
 	}
@@ -413,7 +386,7 @@ func (s *Store) ReadRevisionFile(ctx context.Context, revisionID, path string) (
 // its size; a large file is read a chunk at a time as it is consumed.
 func (s *Store) OpenRevisionFile(ctx context.Context, revisionID, path string) (io.Reader, int64, error) {
 	var sha string
-	err := s.r.GetContext(ctx, &sha, s.rebind(`SELECT blob_sha256 FROM revision_files WHERE revision_id = ? AND path = ?`), revisionID, path)
+	err := s.r.GetContext(ctx, &sha, s.rebind(`SELECT m.blob_sha256 FROM `+manifestSource(true)), manifestArgs(revisionID, path)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, 0, notFound("file", path)
 	}
@@ -434,9 +407,9 @@ func (s *Store) RevisionFiles(ctx context.Context, revisionID string) ([]sandbox
 		// Data is the inline content (nil for a chunked one).
 		Data []byte `db:"data"`
 	}
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT f.path, f.mode, b.sha256, b.size, b.chunk_key,
- CASE WHEN b.chunk_key IS NULL THEN b.data END AS data FROM revision_files f
- JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? ORDER BY f.path`), revisionID); err != nil {
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT m.path, m.mode, b.sha256, b.size, b.chunk_key,
+ CASE WHEN b.chunk_key IS NULL THEN b.data END AS data FROM `+manifestSource(false)+`
+ JOIN blobs b ON b.sha256 = m.blob_sha256 ORDER BY m.path`), manifestArgs(revisionID)...); err != nil {
 		return nil, translate(err)
 	}
 	out := make([]sandbox.File, len(rows))

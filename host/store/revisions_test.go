@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -150,74 +148,14 @@ func TestManifestCacheBound(t *testing.T) {
 	var c manifestCache
 	m := make([]ManifestEntry, manifestCacheEntries/5)
 	for i := range 6 {
-		c.put(fmt.Sprintf("rev%d", i), m)
+		c.put(fmt.Sprintf("rev%d", i), m, "")
 	}
 	assert.LessOrEqual(t, c.entries, manifestCacheEntries)
 	_, ok := c.get("rev0")
 	assert.False(t, ok, "the oldest went first")
 	_, ok = c.get("rev5")
 	assert.True(t, ok)
-	c.put("huge", make([]ManifestEntry, manifestCacheEntries/4+1))
+	c.put("huge", make([]ManifestEntry, manifestCacheEntries/4+1), "")
 	_, ok = c.get("huge")
 	assert.False(t, ok)
-}
-
-// TestRevisionFromParentWritesTheDelta: a revision whose parent's manifest
-// is in memory copies the parent's unchanged rows in the database and
-// writes only what changed; what it stores is exactly what writing it
-// whole stores, and the manifest it keeps in memory is the one read back.
-func TestRevisionFromParentWritesTheDelta(t *testing.T) {
-	eachDialect(t, func(t *testing.T, s *Store) {
-		ctx := context.Background()
-		seedApp(t, s)
-		var base []sandbox.File
-		for i := 0; i < 30; i++ {
-			base = append(base, sandbox.File{Path: fmt.Sprintf("src/f%02d.ts", i), Data: []byte(fmt.Sprintf("file %d\n", i)), Mode: 0o644})
-		}
-		_, _, err := s.CreateRevision(ctx, NewRevision{ID: "rev_base", AppID: "app1", Source: "upload", Files: base})
-		require.NoError(t, err)
-		child := slices.Clone(base)
-		child[3].Data = []byte("changed\n")                                               // changed content
-		child[7].Mode = 0o755                                                             // changed mode
-		child = slices.Delete(child, 10, 11)                                              // deleted
-		child = append(child, sandbox.File{Path: "src/new.ts", Data: []byte("file 2\n")}) // new, content already stored
-		read := func(id string) []ManifestEntry {
-			_, m, err := s.GetRevision(ctx, id)
-			require.NoError(t, err)
-			return m
-		}
-		write := func(id, parent string, nr NewRevision) []ManifestEntry {
-			nr.ID, nr.AppID, nr.Source, nr.ParentID = id, "app1", "run", parent
-			_, _, err := s.CreateRevision(ctx, nr)
-			require.NoError(t, err)
-			m := read(id)
-			cached, err := s.RevisionManifest(ctx, id)
-			require.NoError(t, err)
-			assert.Equal(t, m, cached, "%s: the manifest kept in memory is the one stored", id)
-			return m
-		}
-		_, inMemory := s.manifests.get("rev_base")
-		require.True(t, inMemory, "a revision's manifest is kept once written")
-		fromParent := write("rev_child", "rev_base", NewRevision{Files: child})
-		whole := write("rev_whole", "", NewRevision{Files: child})
-		assert.Equal(t, whole, fromParent)
-		assert.Len(t, fromParent, 30)
-
-		// A result's manifest (contents stored already) on top of that.
-		next := slices.Clone(fromParent)
-		next[0].SHA256 = next[1].SHA256
-		next = next[:len(next)-1]
-		got := write("rev_result", "rev_child", NewRevision{Manifest: next})
-		assert.Equal(t, write("rev_result_whole", "", NewRevision{Manifest: next}), got)
-
-		// The parent not in memory: written whole, the same.
-		s.manifests = manifestCache{}
-		assert.Equal(t, got, write("rev_result_cold", "rev_child", NewRevision{Manifest: next}))
-
-		// Content that is not stored is still refused.
-		bad := slices.Clone(next)
-		bad[2].SHA256 = strings.Repeat("0", 64)
-		_, _, err = s.CreateRevision(ctx, NewRevision{ID: "rev_bad", AppID: "app1", Source: "run", ParentID: "rev_result", Manifest: bad})
-		assert.ErrorContains(t, err, "not stored")
-	})
 }
