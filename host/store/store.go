@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
+	"github.com/agenthost/agenthost/host/store/stmtcache"
 	"github.com/agenthost/agenthost/migrations"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -107,7 +108,7 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		if err != nil {
 			return nil, err
 		}
-		db, err := sqlx.Open("postgres", databaseURL)
+		db, err := openCached(Postgres, databaseURL)
 		if err != nil {
 			return nil, err
 		}
@@ -150,12 +151,12 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
-	w, err := sqlx.Open("sqlite", dsn)
+	w, err := openCached(SQLite, dsn)
 	if err != nil {
 		return nil, err
 	}
 	w.SetMaxOpenConns(1)
-	r, err := sqlx.Open("sqlite", dsn+"&mode=ro")
+	r, err := openCached(SQLite, dsn+"&mode=ro")
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -173,6 +174,24 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		return nil, fmt.Errorf("open SQLite %s: %w", path, err)
 	}
 	return &Store{dialect: SQLite, connStr: dsn, w: w, r: r, lease: w, path: path, outage: newOutage()}, nil
+}
+
+// statementsPerConn is how many prepared statements each connection keeps
+// (stmtcache): more than the store has distinct hot statements, so a turn's
+// queries are each parsed once per connection, not once per call.
+const statementsPerConn = 128
+
+// openCached opens a pool whose connections keep their prepared statements
+// by SQL text (see stmtcache).
+func openCached(d Dialect, dsn string) (*sqlx.DB, error) {
+	if d == Postgres {
+		c, err := pq.NewConnector(dsn)
+		if err != nil {
+			return nil, err
+		}
+		return sqlx.NewDb(sql.OpenDB(stmtcache.New(c, statementsPerConn)), "postgres"), nil
+	}
+	return sqlx.NewDb(sql.OpenDB(stmtcache.New(stmtcache.DSNConnector(&sqlite.Driver{}, dsn), statementsPerConn)), "sqlite"), nil
 }
 
 // oneTripQueries turns on lib/pq's binary_parameters unless the URL says
