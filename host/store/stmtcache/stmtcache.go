@@ -188,8 +188,9 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	return prepare(ctx, c.inner, query)
 }
 
-func (c *conn) Begin() (driver.Tx, error) { //nolint:staticcheck // driver.Conn requires it
-	return c.inner.Begin() //nolint:staticcheck // as database/sql falls back to it
+// Begin is driver.Conn's; database/sql calls BeginTx.
+func (c *conn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
 func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
@@ -199,7 +200,8 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	if opts.Isolation != driver.IsolationLevel(0) || opts.ReadOnly {
 		return nil, errors.New("stmtcache: the driver takes no transaction options")
 	}
-	return c.inner.Begin() //nolint:staticcheck // the driver has no BeginTx
+	//lint:ignore SA1019 the driver has no BeginTx
+	return c.inner.Begin()
 }
 
 func (c *conn) Ping(ctx context.Context) error {
