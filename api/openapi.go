@@ -24,7 +24,7 @@ var document []byte
 func YAML() []byte { return document }
 
 // JSON returns the OpenAPI document converted to JSON. The conversion runs
-// once, on the first call (the host makes it at start-up); the document is
+// once, on the first call (the host's first request for it); the document is
 // embedded, so an error means a broken build, which this package's tests
 // catch. The caller must not modify the slice.
 func JSON() ([]byte, error) { return jsonOnce() }

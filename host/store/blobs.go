@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -29,12 +30,21 @@ const BlobChunkBytes = 4 << 20
 // PostgreSQL, another) is never that slow.
 const orphanChunkAge = 24 * time.Hour
 
-// chunkBuffers are PutBlobFrom's chunk buffers. A fresh 4 MiB per content
-// stored cost more than the rest of storing a small file (zeroing and
-// faulting in the pages), once per file of every snapshot; the drivers copy
-// what they are given before Exec returns, so a buffer is free for reuse
-// when PutBlobFrom returns.
-var chunkBuffers = sync.Pool{New: func() any { b := make([]byte, BlobChunkBytes); return &b }}
+// firstBufferBytes is the buffer PutBlobFrom reads a content into first:
+// most files of a snapshot fit in it, and a bigger content grows it (by
+// doubling) up to BlobChunkBytes.
+const firstBufferBytes = 64 << 10
+
+// firstBuffers are PutBlobFrom's first buffers, reused: a fresh buffer per
+// content stored cost more than the rest of storing a small file, once per
+// file of every snapshot. They are small on purpose: a pool keeps what it
+// is given live until two collections later, which on a host gone quiet
+// after a snapshot is minutes, and every live byte raises the heap the GC
+// lets grow before it collects by as much again (pooled 4 MiB chunk
+// buffers left 8 of a host's 16 MB heap goal to them after one turn). The
+// drivers copy what they are given before Exec returns, so a buffer is
+// free for reuse when PutBlobFrom returns.
+var firstBuffers = sync.Pool{New: func() any { b := make([]byte, firstBufferBytes); return &b }}
 
 // execer runs a statement on the database or in a transaction.
 type execer interface {
@@ -76,13 +86,12 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (string, error) {
 // again when the same content was stored meanwhile). On an error from r
 // nothing is kept.
 func (s *Store) PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, error) {
-	pooled := chunkBuffers.Get().(*[]byte)
-	defer chunkBuffers.Put(pooled)
-	buf := *pooled
+	pooled := firstBuffers.Get().(*[]byte)
+	defer firstBuffers.Put(pooled)
 	// Buffered so that a content of exactly one chunk is told from a
 	// bigger one (Peek) and stays one row.
 	r = bufio.NewReader(r)
-	n, err := io.ReadFull(r, buf)
+	buf, err := fillChunk(r, *pooled)
 	if err == nil {
 		if _, perr := r.(*bufio.Reader).Peek(1); errors.Is(perr, io.EOF) {
 			err = io.EOF
@@ -90,8 +99,8 @@ func (s *Store) PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, er
 	}
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		sha, err := s.PutBlob(ctx, buf[:n])
-		return sha, int64(n), err
+		sha, err := s.PutBlob(ctx, buf)
+		return sha, int64(len(buf)), err
 	case err != nil:
 		return "", 0, err
 	}
@@ -101,13 +110,13 @@ func (s *Store) PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, er
 	now := time.Now().UnixMilli()
 	put := func() (string, error) {
 		for seq := 0; ; seq++ {
-			h.Write(buf[:n])
-			size += int64(n)
+			h.Write(buf)
+			size += int64(len(buf))
 			if _, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO blob_chunks (chunk_key, seq, created_at, data) VALUES (?, ?, ?, ?)`),
-				key, seq, now, buf[:n]); err != nil {
+				key, seq, now, buf); err != nil {
 				return "", translate(err)
 			}
-			n, err = io.ReadFull(r, buf)
+			buf, err = fillChunk(r, buf)
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -132,6 +141,30 @@ func (s *Store) PutBlobFrom(ctx context.Context, r io.Reader) (string, int64, er
 		return "", 0, err
 	}
 	return sha, size, nil
+}
+
+// fillChunk reads r into buf until it holds BlobChunkBytes or r ends,
+// growing buf past its capacity as the content needs, and returns it with
+// io.ReadFull's error: nil when it is full, io.ErrUnexpectedEOF when r
+// ended first, io.EOF when r had nothing more.
+func fillChunk(r io.Reader, buf []byte) ([]byte, error) {
+	buf = buf[:0]
+	for len(buf) < BlobChunkBytes {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(max(cap(buf), firstBufferBytes), BlobChunkBytes-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), BlobChunkBytes)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF && len(buf) == 0:
+			return buf, io.EOF
+		case err == io.EOF:
+			return buf, io.ErrUnexpectedEOF
+		case err != nil:
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // dropChunks deletes a chunk series no blob uses, best effort: what a

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -125,6 +126,37 @@ func TestBlobChunks(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(len(big)), rev[0].Size)
 	})
+}
+
+// TestFillChunk: a content is read whole up to BlobChunkBytes whatever its
+// size against the first buffer, from a reader that gives little per
+// call, with io.ReadFull's errors; a full chunk leaves the rest unread.
+func TestFillChunk(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int
+		want int
+		err  error
+	}{
+		{"empty", 0, 0, io.EOF},
+		{"small", 10, 10, io.ErrUnexpectedEOF},
+		{"first buffer", firstBufferBytes, firstBufferBytes, io.ErrUnexpectedEOF},
+		{"past the first buffer", firstBufferBytes + 1, firstBufferBytes + 1, io.ErrUnexpectedEOF},
+		{"grown", 5*firstBufferBytes + 3, 5*firstBufferBytes + 3, io.ErrUnexpectedEOF},
+		{"one chunk", BlobChunkBytes, BlobChunkBytes, nil},
+		{"more than a chunk", BlobChunkBytes + 7, BlobChunkBytes, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := patterned(tc.size, 1)
+			r := iotest.HalfReader(bytes.NewReader(data))
+			got, err := fillChunk(r, make([]byte, firstBufferBytes))
+			assert.Equal(t, tc.err, err)
+			assert.True(t, bytes.Equal(data[:tc.want], got), "got %d bytes, want %d", len(got), tc.want)
+			rest, err := io.ReadAll(r)
+			require.NoError(t, err)
+			assert.Len(t, rest, tc.size-tc.want)
+		})
+	}
 }
 
 // TestBlobsStoredInlineStayReadable: a content stored whole in one row, as
