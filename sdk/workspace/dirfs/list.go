@@ -52,7 +52,9 @@ func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]
 	truncated := false
 	descend := func(e entry) bool { return opts.Recursive && !skipped(e.d.Name(), opts.SkipDirs) }
 	found := 0
-	wo := walkOptions{budget: limit, found: func(n int) { found = n }}
+	// Only listings keep folders' names: a snapshot (Files) reads every
+	// folder, whatever its stat says.
+	wo := walkOptions{budget: limit, names: &f.names, found: func(n int) { found = n }}
 	if opts.Recursive {
 		wo.descend = descend
 	}

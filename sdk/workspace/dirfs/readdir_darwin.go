@@ -6,11 +6,15 @@ import (
 	"strings"
 )
 
+// nameCache keeps nothing on macOS, which reads every folder it lists
+// (dirnames_linux.go says what Linux keeps).
+type nameCache struct{}
+
 // readEntries lists folder d (opened through the root; dir is its path,
 // "" for the root), sorted by path. Entries of a folder opened in an
 // os.Root come with their lstat already done, relative to the folder's
 // descriptor.
-func readEntries(d *os.File, dir string) ([]entry, error) {
+func readEntries(d *os.File, dir string, _ *nameCache) ([]entry, error) {
 	list, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, err

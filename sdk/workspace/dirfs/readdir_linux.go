@@ -86,8 +86,10 @@ func fileMode(m uint32) fs.FileMode {
 // readEntries lists folder d (opened through the root; dir is its path,
 // "" for the root), sorted by path, with each name lstat'ed relative to d's
 // descriptor. A name removed between the listing and its lstat is left
-// out, as os.File.ReadDir does.
-func readEntries(d *os.File, dir string) ([]entry, error) {
+// out, as os.File.ReadDir does. With names (nil for none), the folder's
+// names come from there while the folder is unchanged, and go there when
+// it is read.
+func readEntries(d *os.File, dir string, names *nameCache) ([]entry, error) {
 	rc, err := d.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -99,12 +101,31 @@ func readEntries(d *os.File, dir string) ([]entry, error) {
 	var out []entry
 	var opErr error
 	err = rc.Control(func(fd uintptr) {
-		rels, err := readNames(int(fd), prefix, d.Name())
-		if err != nil {
-			opErr = err
-			return
+		// The folder's stat comes before its names are read, so that
+		// names read after a change are never kept under the stat of
+		// before it.
+		var key dirKey
+		keyed := false
+		if names != nil {
+			var st unix.Stat_t
+			if err := unix.Fstat(int(fd), &st); err == nil {
+				key, keyed = dirKey{dev: uint64(st.Dev), ino: st.Ino, mtime: time.Unix(st.Mtim.Unix()).UnixNano(), ctime: time.Unix(st.Ctim.Unix()).UnixNano()}, true
+			}
 		}
-		slices.Sort(rels)
+		rels, cached := []string(nil), false
+		if keyed {
+			rels, cached = names.get(dir, key)
+		}
+		if !cached {
+			rels, opErr = readNames(int(fd), prefix, d.Name())
+			if opErr != nil {
+				return
+			}
+			slices.Sort(rels)
+			if keyed {
+				names.put(dir, key, rels)
+			}
+		}
 		stats := make([]statEntry, len(rels))
 		out = make([]entry, 0, len(rels))
 		var st unix.Stat_t

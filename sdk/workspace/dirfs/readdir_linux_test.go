@@ -43,7 +43,7 @@ func TestReadEntriesMatchesReadDir(t *testing.T) {
 	for _, folder := range []string{"", "many"} {
 		d, err := r.Open(rootName(folder))
 		require.NoError(t, err)
-		got, err := readEntries(d, folder)
+		got, err := readEntries(d, folder, nil)
 		require.NoError(t, err)
 		d.Close()
 		d, err = r.Open(rootName(folder))

@@ -86,6 +86,9 @@ type walkOptions struct {
 	// read ahead and fills in entry.sha where it can ("" where it has
 	// none to give). stopped says the walk is over: the rest may be left.
 	hash func(list []entry, stopped func() bool)
+	// names, when set, keeps the names of folders read and gives them
+	// back while a folder is unchanged (see nameCache).
+	names *nameCache
 	// found, when set, is told how many entries the walk has found each
 	// time it adds a folder's: the visit will see no more than that
 	// unless more are found.
@@ -247,7 +250,7 @@ func (w *walker) read(dir string, onWorker bool) ([]entry, error) {
 		return nil, err
 	}
 	defer d.Close()
-	list, err := readEntries(d, dir)
+	list, err := readEntries(d, dir, w.opts.names)
 	if err != nil {
 		return nil, err
 	}
