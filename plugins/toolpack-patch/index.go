@@ -157,8 +157,15 @@ func listFiles(ctx context.Context, ws workspace.Workspace, dir string, limit in
 	if err != nil {
 		return nil, nil, false, err
 	}
-	files := make([]workspace.FileInfo, 0, min(len(entries), limit))
+	// Filtered in place: a listing belongs to its caller.
+	files := entries[:0]
 	skipped := []string{}
+	// Whether the folder of the file before is blocked (the root, "", is
+	// not): a listing comes in path order, so its files come folder by
+	// folder, and each folder is looked at once rather than with each of
+	// its files.
+	var lastParent string
+	lastBlocked := false
 	for _, e := range entries {
 		if e.IsDir {
 			if b := blockedFolderIn(e.Path); b != "" && blockedFolderIn(parentOf(e.Path)) == "" {
@@ -166,7 +173,10 @@ func listFiles(ctx context.Context, ws workspace.Workspace, dir string, limit in
 			}
 			continue
 		}
-		if blockedFolderIn(e.Path) != "" {
+		if parent := parentOf(e.Path); parent != lastParent {
+			lastParent, lastBlocked = parent, blockedFolderIn(parent) != ""
+		}
+		if lastBlocked || blockedFolderIn(e.Path[len(lastParent):]) != "" {
 			continue
 		}
 		if len(files) == limit {
