@@ -28,6 +28,12 @@ type indexedFile struct {
 	Language string           `json:"language"`
 	Binary   bool             `json:"binary,omitempty"`
 	Symbols  []outline.Symbol `json:"symbols,omitempty"`
+	// outlined says Binary and Symbols are those of the content SHA256
+	// names (a file gone before it could be read has none).
+	outlined bool
+	// encoded, when not nil, is the file's JSON object (appendJSON). It
+	// is shared with the last index and must not be modified.
+	encoded []byte
 }
 
 type workspaceIndexOutput struct {
@@ -36,6 +42,9 @@ type workspaceIndexOutput struct {
 	// not walked (node_modules, dist, ...).
 	SkippedFolders []string `json:"skipped_folders"`
 	Truncated      bool     `json:"truncated"`
+	// remember makes appendJSON keep each outlined file's object in
+	// indexedFile.encoded.
+	remember bool
 }
 
 func workspaceIndexSpec(Config) plugin.ToolSpec {
@@ -90,41 +99,65 @@ func workspaceIndex(ctx context.Context, _ Config, raw json.RawMessage, ws works
 	}
 	out := workspaceIndexOutput{Files: make([]indexedFile, len(files)), SkippedFolders: skipped, Truncated: truncated}
 	for i, f := range files {
-		out.Files[i] = indexedFile{Path: f.Path, Size: f.Size, SHA256: f.SHA256, Language: outline.Language(f.Path)}
+		out.Files[i] = indexedFile{Path: f.Path, Size: f.Size, SHA256: f.SHA256}
 	}
 	if withOutline {
 		if err := outlineFiles(ctx, ws, out.Files, maxSymbols); err != nil {
 			return plugin.ToolResult{}, fmt.Errorf("workspace index: %w", err)
 		}
+		out.remember = true
+	} else {
+		for i := range out.Files {
+			out.Files[i].Language = outline.Language(out.Files[i].Path)
+		}
 	}
 	// Encoded by hand rather than by plugin.ToolOK: same bytes, a sixth of
 	// a warm call less (see appendJSON).
-	return plugin.ToolResult{OK: true, Output: out.appendJSON(make([]byte, 0, indexJSONBytes(&out)))}, nil
+	output := out.appendJSON(make([]byte, 0, indexJSONBytes(&out)))
+	if withOutline {
+		lastIndex.keep(maxSymbols, out.Files)
+	}
+	return plugin.ToolResult{OK: true, Output: output}, nil
 }
 
 // outlines is shared by every call of the process: see outlineKey for why
 // that is safe across workspaces.
 var outlines = newOutlineCache(maxOutlineEntries)
 
-// outlineFiles fills in Binary and Symbols of the text-sized files, from
-// the cache for content already outlined and by reading the rest.
+// outlineFiles fills in Language of the files and Binary and Symbols of
+// the text-sized ones: from the last index for a file it held unchanged,
+// from the cache for content already outlined, and by reading the rest.
 func outlineFiles(ctx context.Context, ws workspace.Workspace, files []indexedFile, maxSymbols int) error {
 	var paths []string
 	var at []int
+	last := lastIndex.load(maxSymbols)
 	// One lock for every lookup: a warm index of 10,000 files is 10,000
 	// hits.
 	outlines.mu.Lock()
 	for i := range files {
 		f := &files[i]
+		prev := last.find(f.Path)
+		if prev != nil {
+			f.Language = prev.Language // a function of the path alone
+		} else {
+			f.Language = outline.Language(f.Path)
+		}
 		if f.Size > MaxTextFileBytes {
 			continue
 		}
 		// A workspace that lists no hash leaves the file to be read.
-		if f.SHA256 != "" {
-			if e, ok := outlines.getLocked(outlineKey{f.SHA256, f.Language, maxSymbols}); ok {
-				f.Binary, f.Symbols = e.binary, e.symbols
-				continue
-			}
+		if f.SHA256 == "" {
+			paths = append(paths, f.Path)
+			at = append(at, i)
+			continue
+		}
+		if prev != nil && prev.outlined && prev.SHA256 == f.SHA256 && prev.Size == f.Size {
+			f.Binary, f.Symbols, f.outlined, f.encoded = prev.Binary, prev.Symbols, true, prev.encoded
+			continue
+		}
+		if e, ok := outlines.getLocked(outlineKey{f.SHA256, f.Language, maxSymbols}); ok {
+			f.Binary, f.Symbols, f.outlined = e.binary, e.symbols, true
+			continue
 		}
 		paths = append(paths, f.Path)
 		at = append(at, i)
@@ -142,7 +175,7 @@ func outlineFiles(ctx context.Context, ws workspace.Workspace, files []indexedFi
 		}
 		outlines.put(outlineKey{sum, f.Language, maxSymbols}, e)
 		mu.Lock()
-		f.SHA256, f.Binary, f.Symbols = sum, e.binary, e.symbols
+		f.SHA256, f.Binary, f.Symbols, f.outlined = sum, e.binary, e.symbols, true
 		mu.Unlock()
 	}, func(int) {})
 }
@@ -157,8 +190,15 @@ func listFiles(ctx context.Context, ws workspace.Workspace, dir string, limit in
 	if err != nil {
 		return nil, nil, false, err
 	}
-	files := make([]workspace.FileInfo, 0, min(len(entries), limit))
+	// Filtered in place: a listing belongs to its caller.
+	files := entries[:0]
 	skipped := []string{}
+	// Whether the folder of the file before is blocked (the root, "", is
+	// not): a listing comes in path order, so its files come folder by
+	// folder, and each folder is looked at once rather than with each of
+	// its files.
+	var lastParent string
+	lastBlocked := false
 	for _, e := range entries {
 		if e.IsDir {
 			if b := blockedFolderIn(e.Path); b != "" && blockedFolderIn(parentOf(e.Path)) == "" {
@@ -166,7 +206,10 @@ func listFiles(ctx context.Context, ws workspace.Workspace, dir string, limit in
 			}
 			continue
 		}
-		if blockedFolderIn(e.Path) != "" {
+		if parent := parentOf(e.Path); parent != lastParent {
+			lastParent, lastBlocked = parent, blockedFolderIn(parent) != ""
+		}
+		if lastBlocked || blockedFolderIn(e.Path[len(lastParent):]) != "" {
 			continue
 		}
 		if len(files) == limit {

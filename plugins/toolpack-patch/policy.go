@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
 )
@@ -88,13 +89,26 @@ func blockedFolderIn(p string) string {
 	// strings.SplitSeq, not Split: this runs on every path of a listing,
 	// and Split allocated a slice for each.
 	for seg := range strings.SplitSeq(p, "/") {
+		// The blocked names are ASCII, so an ASCII name equal to one
+		// but for case has its length; any other name takes
+		// EqualFold's Unicode folding ("ſ" folds to "s").
+		ascii := isASCII(seg)
 		for _, b := range blockedFolders {
-			if strings.EqualFold(seg, b) {
+			if (!ascii || len(seg) == len(b)) && strings.EqualFold(seg, b) {
 				return b
 			}
 		}
 	}
 	return ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // isControl reports ASCII control characters: legal in Linux file names but

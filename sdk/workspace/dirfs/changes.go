@@ -173,8 +173,8 @@ func (c *changes) commitWith(r *changeRecord) string {
 // empty or unknown since (only the latest generation is kept) passes every
 // file's content.
 func (f *FS) FilesSince(ctx context.Context, since string, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) (string, error) {
-	// The stamp comes before any stat of the walk (ReadDir in a Root
-	// stats each entry as it lists it).
+	// The stamp comes before any stat of the walk (readEntries stats
+	// each entry as it lists its folder).
 	stamp := f.changes.stamp()
 	// Marks after this number are changes the snapshot may not see.
 	began := f.writes.now()

@@ -36,6 +36,7 @@ type FS struct {
 	exec     ExecFunc
 	maxBytes int64
 	hashes   hashCache
+	names    nameCache
 	changes  changes
 	services *Services
 	// writes follows what the FS itself changed, and quiet (Quiet) says

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -50,7 +51,10 @@ func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]
 	out := []workspace.FileInfo{}
 	truncated := false
 	descend := func(e entry) bool { return opts.Recursive && !skipped(e.d.Name(), opts.SkipDirs) }
-	wo := walkOptions{budget: limit}
+	found := 0
+	// Only listings keep folders' names: a snapshot (Files) reads every
+	// folder, whatever its stat says.
+	wo := walkOptions{budget: limit, names: &f.names, found: func(n int) { found = n }}
 	if opts.Recursive {
 		wo.descend = descend
 	}
@@ -60,19 +64,20 @@ func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]
 		// hashes no more than it would alone. A file they leave unhashed,
 		// or fail on, is hashed at its visit, where errors are reported.
 		var hashed atomic.Int64
-		wo.hash = func(e entry) string {
-			if !e.d.Type().IsRegular() || hashed.Add(1) > int64(limit) {
-				return ""
+		wo.hash = func(list []entry, stopped func() bool) {
+			for _, i := range f.hashes.fill(list) {
+				if stopped() || hashed.Add(1) > int64(limit) {
+					return
+				}
+				e := &list[i]
+				info, err := e.d.Info()
+				if err != nil {
+					continue
+				}
+				if sha, err := f.hashCached(r, e.rel, info); err == nil {
+					e.sha = sha
+				}
 			}
-			info, err := e.d.Info()
-			if err != nil {
-				return ""
-			}
-			sha, err := f.hashCached(r, e.rel, info)
-			if err != nil {
-				return ""
-			}
-			return sha
 		}
 	}
 	err = walk(ctx, r, rel, wo, func(e entry) (bool, error) {
@@ -99,6 +104,13 @@ func (f *FS) List(ctx context.Context, p string, opts workspace.ListOptions) ([]
 			if err != nil {
 				return false, err
 			}
+		}
+		if len(out) == cap(out) {
+			// Grown to what the walk has found, or doubled, rather than
+			// by append's quarter for long slices: a listing of 10,000
+			// entries otherwise copies itself over and again, five times
+			// its size in all.
+			out = slices.Grow(out, max(len(out), 64, min(found, limit)-len(out)))
 		}
 		out = append(out, fi)
 		return descend(e), nil

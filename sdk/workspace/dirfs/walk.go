@@ -1,7 +1,6 @@
 package dirfs
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"io/fs"
@@ -22,18 +21,55 @@ type entry struct {
 	sha string
 }
 
-// entryHeap orders entries by path, byte-wise.
-type entryHeap []entry
+// runHeap merges the entry lists of the folders a walk discovered, each
+// sorted by path (read sorts them, on whichever goroutine reads the
+// folder), into one sequence in path order. It is ordered by the first
+// entry of each list, so it holds a list per folder being walked (a few),
+// not an entry per name discovered.
+type runHeap [][]entry
 
-func (h entryHeap) Len() int           { return len(h) }
-func (h entryHeap) Less(i, j int) bool { return h[i].rel < h[j].rel }
-func (h entryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *entryHeap) Push(x any)        { *h = append(*h, x.(entry)) }
-func (h *entryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+func (h *runHeap) push(list []entry) {
+	if len(list) == 0 {
+		return
+	}
+	*h = append(*h, list)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if s[parent][0].rel <= s[i][0].rel {
+			break
+		}
+		s[parent], s[i] = s[i], s[parent]
+		i = parent
+	}
+}
+
+// pop removes and returns the first entry in path order; h is not empty.
+func (h *runHeap) pop() entry {
+	s := *h
+	top := s[0][0]
+	if s[0] = s[0][1:]; len(s[0]) == 0 {
+		last := len(s) - 1
+		s[0] = s[last]
+		s[last] = nil
+		s = s[:last]
+		*h = s
+	}
+	for i := 0; ; {
+		least := i
+		if l := 2*i + 1; l < len(s) && s[l][0].rel < s[least][0].rel {
+			least = l
+		}
+		if r := 2*i + 2; r < len(s) && s[r][0].rel < s[least][0].rel {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		s[i], s[least] = s[least], s[i]
+		i = least
+	}
+	return top
 }
 
 // walkOptions let a walk read folders ahead of the ordered visit, on a
@@ -46,9 +82,17 @@ type walkOptions struct {
 	// a walk that will stop at a limit reads at most the folders found
 	// before it, plus those it visits.
 	budget int
-	// hash, when set, runs on the worker for every entry of a folder read
-	// ahead and fills entry.sha ("" when it has none to give).
-	hash func(e entry) string
+	// hash, when set, runs on the worker for the entries of each folder
+	// read ahead and fills in entry.sha where it can ("" where it has
+	// none to give). stopped says the walk is over: the rest may be left.
+	hash func(list []entry, stopped func() bool)
+	// names, when set, keeps the names of folders read and gives them
+	// back while a folder is unchanged (see nameCache).
+	names *nameCache
+	// found, when set, is told how many entries the walk has found each
+	// time it adds a folder's: the visit will see no more than that
+	// unless more are found.
+	found func(n int)
 }
 
 // prefetchWorkers bounds the goroutines reading folders ahead. Reading a
@@ -59,13 +103,13 @@ var prefetchWorkers = min(max(runtime.GOMAXPROCS(0), 2), 8)
 
 // walk visits the entries under folder start ("" = root) in byte order of
 // their full paths, which a plain depth-first walk does not give ("a.txt"
-// sorts between "a" and "a/b"). A heap of discovered entries does: every
-// path still undiscovered lies under a folder in the heap and so sorts after
-// it. A listing can therefore stop at its limit having read only the folders
-// it returned (plus, with opts.descend, those read ahead within
-// opts.budget). visit says whether to descend into a folder; symlinks to
-// folders are entries, never descended, so a walk never leaves the root.
-// Returning errStop from visit ends the walk cleanly.
+// sorts between "a" and "a/b"). Merging the sorted lists of the folders
+// discovered does: every path still undiscovered lies under a folder in one
+// of them and so sorts after it. A listing can therefore stop at its limit
+// having read only the folders it returned (plus, with opts.descend, those
+// read ahead within opts.budget). visit says whether to descend into a
+// folder; symlinks to folders are entries, never descended, so a walk never
+// leaves the root. Returning errStop from visit ends the walk cleanly.
 //
 // Every folder is opened through r (openat beneath the root, no symlink
 // followed), on whichever goroutine reads it; walk waits for its workers
@@ -73,14 +117,17 @@ var prefetchWorkers = min(max(runtime.GOMAXPROCS(0), 2), 8)
 func walk(ctx context.Context, r *os.Root, start string, opts walkOptions, visit func(e entry) (bool, error)) error {
 	w := &walker{r: r, opts: opts, pending: map[string]*dirJob{}}
 	defer w.stop()
-	h := &entryHeap{}
+	h := &runHeap{}
 	push := func(list []entry) {
+		h.push(list)
 		for _, e := range list {
-			heap.Push(h, e)
 			w.found++
 			if w.opts.descend != nil && w.found <= w.opts.budget && e.d.IsDir() && w.opts.descend(e) {
 				w.ahead(ctx, e.rel)
 			}
+		}
+		if w.opts.found != nil {
+			w.opts.found(w.found)
 		}
 	}
 	list, err := w.read(start, false)
@@ -88,11 +135,11 @@ func walk(ctx context.Context, r *os.Root, start string, opts walkOptions, visit
 		return err
 	}
 	push(list)
-	for h.Len() > 0 {
+	for len(*h) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		e := heap.Pop(h).(entry)
+		e := h.pop()
 		descend, err := visit(e)
 		if errors.Is(err, errStop) {
 			return nil
@@ -195,35 +242,20 @@ func (w *walker) stop() {
 	w.wg.Wait()
 }
 
-// read lists folder dir through the root. Entries opened in an os.Root
-// come with their lstat already done (relative to the folder's descriptor,
-// never following a symlink). onWorker runs opts.hash on each entry.
+// read lists folder dir through the root, each entry with its lstat
+// (readEntries), sorted by path. onWorker runs opts.hash on the entries.
 func (w *walker) read(dir string, onWorker bool) ([]entry, error) {
 	d, err := w.r.Open(rootName(dir))
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	list, err := d.ReadDir(-1)
+	list, err := readEntries(d, dir, w.opts.names)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]entry, len(list))
-	for i, e := range list {
-		// As path.Join: a listed name is never "", "." or ".." and has
-		// no slash.
-		rel := e.Name()
-		if dir != "" {
-			rel = dir + "/" + rel
-		}
-		out[i] = entry{rel: rel, d: e}
-		if onWorker && w.opts.hash != nil {
-			if w.stopped.Load() {
-				onWorker = false // the walk is over; leave the rest unhashed
-				continue
-			}
-			out[i].sha = w.opts.hash(out[i])
-		}
+	if onWorker && w.opts.hash != nil && !w.stopped.Load() {
+		w.opts.hash(list, w.stopped.Load)
 	}
-	return out, nil
+	return list, nil
 }

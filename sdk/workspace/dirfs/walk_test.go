@@ -89,3 +89,29 @@ func TestListCancelled(t *testing.T) {
 	_, _, err := f.List(ctx, "", workspace.ListOptions{Recursive: true, WithHashes: true})
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// A listing sorts each folder's entries and merges them into path order,
+// where names with bytes below '/' come between a folder and its
+// contents.
+func TestListMergesFoldersInPathOrder(t *testing.T) {
+	f, _ := newFS(t)
+	names := []string{"a/x", "a!/x", "a-b", "a.txt", "a/b/c", "a/b!", "a/b.d/e", "a0/z", "b", "A", "_", "~"}
+	for _, p := range names {
+		_, err := f.WriteFile(t.Context(), p, []byte(p), 0)
+		require.NoError(t, err)
+	}
+	var want []string
+	require.NoError(t, filepath.WalkDir(f.Root(), func(p string, _ os.DirEntry, err error) error {
+		require.NoError(t, err)
+		if rel, _ := filepath.Rel(f.Root(), p); rel != "." {
+			want = append(want, filepath.ToSlash(rel))
+		}
+		return nil
+	}))
+	slices.Sort(want)
+	for _, hashes := range []bool{false, true} {
+		all, _, err := f.List(t.Context(), "", workspace.ListOptions{Recursive: true, WithHashes: hashes})
+		require.NoError(t, err)
+		assert.Equal(t, want, paths(all), "hashes %v", hashes)
+	}
+}

@@ -2,6 +2,8 @@ package outline
 
 import (
 	"bytes"
+	"path"
+	"strings"
 	"testing"
 )
 
@@ -59,6 +61,31 @@ func FuzzRank(f *testing.F) {
 		}
 		if total > max(budget, 0) {
 			t.Fatalf("%d bytes over budget %d", total, budget)
+		}
+	})
+}
+
+// Language lower-cases names on the stack; it must name the language that
+// lower-casing with strings.ToLower names, for any path.
+func FuzzLanguage(f *testing.F) {
+	long := strings.Repeat("X", 70)
+	for _, p := range []string{"", "/", ".", "a/", "x.", "App.TSX", "README", "ReadMe.MD", "Cargo.LOCK",
+		".ENV.Local", "DOCKERFILE.dev", "src/É.TSX", "\u212a.json", "Go.Mod", long + ".tsx", long + "/" + long + ".CSS",
+		"dir.d/file", "weird\xff.ts", `C:\Src\Main.GO`} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		base := strings.ToLower(path.Base(strings.ReplaceAll(p, "\\", "/")))
+		want, ok := nameLanguages[base]
+		switch {
+		case ok:
+		case strings.HasPrefix(base, ".env.") || strings.HasPrefix(base, "dockerfile."):
+			want = "text"
+		default:
+			want = extLanguages[path.Ext(base)]
+		}
+		if got := Language(p); got != want {
+			t.Fatalf("Language(%q) = %q, want %q", p, got, want)
 		}
 	})
 }

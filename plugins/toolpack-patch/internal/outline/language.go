@@ -10,8 +10,10 @@
 package outline
 
 import (
+	"bytes"
 	"path"
 	"strings"
+	"unicode/utf8"
 )
 
 // extLanguages maps a lower-cased file extension (with its dot) to a language.
@@ -55,17 +57,48 @@ var nameLanguages = map[string]string{
 // "html", "json", "go", "python", "markdown", "yaml", "toml", "shell", "text",
 // or "" when unknown or binary-looking (images, archives, fonts...).
 func Language(p string) string {
-	base := strings.ToLower(path.Base(strings.ReplaceAll(p, "\\", "/")))
-	if l, ok := nameLanguages[base]; ok {
+	// Lower-cased into a buffer on the stack: an index asks this of every
+	// file it lists, and strings.ToLower allocated for each name with a
+	// capital letter in it. 64 bytes holds any usual file name; a longer
+	// one takes the slower path.
+	var buf [64]byte
+	return languageOf(appendLower(buf[:0], path.Base(strings.ReplaceAll(p, "\\", "/"))))
+}
+
+// appendLower appends s lower-cased as strings.ToLower does.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(b, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
+}
+
+// languageOf is Language of a lower-cased base name. Map lookups by
+// string(base) and comparisons with string(...) do not allocate.
+func languageOf(base []byte) string {
+	if l, ok := nameLanguages[string(base)]; ok {
 		return l
 	}
 	// ".env.local", "Dockerfile.dev": the well-known stem decides.
-	if strings.HasPrefix(base, ".env.") {
-		return "text"
+	for _, stem := range [...]string{".env.", "dockerfile."} {
+		if len(base) >= len(stem) && string(base[:len(stem)]) == stem {
+			return "text"
+		}
 	}
-	if strings.HasPrefix(base, "dockerfile.") {
-		return "text"
-	}
+	// The extension, as path.Ext gives it (a base name has no slash).
 	// TypeScript declaration files ("x.d.ts") are plain typescript anyway.
-	return extLanguages[path.Ext(base)]
+	i := bytes.LastIndexByte(base, '.')
+	if i < 0 {
+		return ""
+	}
+	return extLanguages[string(base[i:])]
 }
