@@ -24,10 +24,9 @@ type figure struct {
 }
 
 // The benchmarks of the figures, by package path inside the module and
-// name; the lines below add sub-benchmark names. sessions and stream are
-// not written yet: their lines print as not measured until benchmarks of
-// those names report those units (events/s and p99-µs for
-// sessions/{sqlite,postgres}; events/s for stream/{sqlite,postgres}/runs=N).
+// name; the lines below add sub-benchmark names. A line prints as not
+// measured when its benchmark did not report its unit (it was not run, or
+// it failed).
 const (
 	mockTurn   = "host/api.BenchmarkMockTurn/"
 	sessions   = "host/api.BenchmarkMockTurnSessions20/"
