@@ -19,7 +19,9 @@ func ServeEngine(e engine.Engine) {
 
 // ServeSandbox serves a sandbox plugin until the host ends the process.
 func ServeSandbox(p sandbox.Provider) {
-	serve(p.Info().Name, plugin.KindSandbox, &sandbox.GRPCPlugin{Impl: p})
+	gp := &sandbox.GRPCPlugin{Impl: p}
+	defer gp.Close()
+	serve(p.Info().Name, plugin.KindSandbox, gp)
 }
 
 // ServeToolpack serves a toolpack plugin until the host ends the process.

@@ -29,7 +29,8 @@ func runScript(b *testing.B, h *host, script string) {
 }
 
 // BenchmarkToolCallRoundTrip: one tool call engine → host → toolpack →
-// host workspace → sandbox and back, through the real binaries, with its
+// sandbox (the toolpack's file call goes to the sandbox plugin's own
+// socket, granted by the host) and back, through the real binaries, with its
 // tool.started and tool.completed events appended to an in-memory log, to
 // SQLite or to PostgreSQL. The run's setup is amortised over b.N calls in
 // one run. Its floor is four BenchmarkBareGoPluginHop (host/pluginmgr).

@@ -58,6 +58,19 @@ func (w *serviceWatch) StartService(ctx context.Context, spec workspace.ServiceS
 	return info, err
 }
 
+// direct grants the sandbox's workspace, served by its plugin itself,
+// until ctx's deadline (a tool call's), when the plugin serves it so.
+func (r *sandboxRef) direct(ctx context.Context) (workspace.Direct, bool) {
+	d, ok := r.client.(interface {
+		Direct(id string, until time.Time) (workspace.Direct, bool)
+	})
+	deadline, limited := ctx.Deadline()
+	if !ok || !limited {
+		return workspace.Direct{}, false
+	}
+	return d.Direct(r.id, deadline)
+}
+
 func (o *Orchestrator) revoke(id string) {
 	o.mu.Lock()
 	delete(o.leases, id)
@@ -471,7 +484,13 @@ func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call eng
 	}
 	wsID := o.lend(ar.run.ID, ref)
 	defer o.revoke(wsID)
-	res, err := client.Call(ctx, toolpack.Call{RunID: ar.run.ID, CallID: call.CallID, Tool: call.Tool, Input: call.Input}, wsID)
+	tc := toolpack.Call{RunID: ar.run.ID, CallID: call.CallID, Tool: call.Tool, Input: call.Input}
+	var res plugin.ToolResult
+	if direct, ok := ref.direct(ctx); ok {
+		res, err = client.CallDirect(ctx, tc, wsID, direct)
+	} else {
+		res, err = client.Call(ctx, tc, wsID)
+	}
 	if err != nil {
 		// Our own deadline: report it with the limit that applied.
 		var tt toolTimeout

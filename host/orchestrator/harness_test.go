@@ -15,6 +15,7 @@ import (
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
+	"github.com/agenthost/agenthost/sdk/workspace"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 )
@@ -58,6 +59,14 @@ func newHost(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Options
 // launchHost starts the plugins and an orchestrator over the given ports.
 func launchHost(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Options, runs orchestrator.RunStore, events orchestrator.EventSink, results orchestrator.ResultSink) *host {
 	t.Helper()
+	return launchHostRelaying(t, configs, opts, runs, events, results, nil)
+}
+
+// launchHostRelaying is launchHost whose toolpacks' workspace service
+// resolves through relay(the orchestrator's resolver) when relay is set.
+func launchHostRelaying(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Options, runs orchestrator.RunStore, events orchestrator.EventSink, results orchestrator.ResultSink,
+	relay func(workspace.Resolver) workspace.Resolver) *host {
+	t.Helper()
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
 	mgr := pluginmgr.New(configs, pluginmgr.Options{
 		PluginDir: binDir, DataDir: t.TempDir(), Logger: logger,
@@ -65,7 +74,11 @@ func launchHost(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Opti
 	})
 	opts.Logger = logger
 	orch := orchestrator.New(mgr, runs, events, results, opts)
-	mgr.SetCallbacks(orch, orch.Workspace)
+	var resolve workspace.Resolver = orch.Workspace
+	if relay != nil {
+		resolve = relay(resolve)
+	}
+	mgr.SetCallbacks(orch, resolve)
 	require.NoError(t, mgr.Start(context.Background()))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

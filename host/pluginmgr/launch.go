@@ -149,6 +149,10 @@ func (m *Manager) launch(ctx context.Context, inst *instance) error {
 		if info, err = cl.Info(ctx); err == nil {
 			if err = checkInfo(c, info); err == nil {
 				if err = cl.Configure(ctx, c.Config); err == nil {
+					// Without it tool calls still work, relayed by the host.
+					if derr := cl.EnableDirect(ctx); derr != nil {
+						m.log.Warn("sandbox plugin cannot serve its workspaces to toolpacks directly; the host relays their calls", "plugin", c.Name, "error", derr)
+					}
 					health, err = cl.Health(ctx)
 				}
 			}

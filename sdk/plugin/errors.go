@@ -27,6 +27,9 @@ const (
 	CodeUnavailable = "UNAVAILABLE"
 	// CodeUnsupported: the plugin does not offer this operation.
 	CodeUnsupported = "UNSUPPORTED"
+	// CodePermissionDenied: the caller holds no grant for this (a direct
+	// workspace call without a valid token, say).
+	CodePermissionDenied = "PERMISSION_DENIED"
 	// CodeInternal: the plugin failed in a way it did not expect.
 	CodeInternal = "INTERNAL"
 )

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/agenthost/agenthost/sdk/internal/convert"
 	"github.com/agenthost/agenthost/sdk/internal/pb/pluginv1"
@@ -19,6 +20,12 @@ import (
 type Client struct {
 	conn *grpc.ClientConn
 	c    sandboxv1.SandboxClient
+
+	// Set by EnableDirect: the plugin's own workspace socket and the key
+	// its grants are signed with.
+	directMu      sync.Mutex
+	directKey     []byte
+	directAddress string
 }
 
 // Info asks the plugin who it is.

@@ -22,11 +22,16 @@ import (
 type GRPCPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 	Impl Provider
+
+	direct *directServer
 }
 
 // GRPCServer registers the Sandbox and Workspace services for Impl.
 func (p *GRPCPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	sandboxv1.RegisterSandboxServer(s, &server{impl: p.Impl})
+	if p.direct == nil {
+		p.direct = &directServer{}
+	}
+	sandboxv1.RegisterSandboxServer(s, &server{impl: p.Impl, direct: p.direct})
 	workspace.RegisterServer(s, p.Impl.Workspace)
 	return nil
 }
@@ -38,7 +43,8 @@ func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn 
 
 type server struct {
 	sandboxv1.UnimplementedSandboxServer
-	impl Provider
+	impl   Provider
+	direct *directServer
 }
 
 func (s *server) Info(context.Context, *pluginv1.InfoRequest) (*pluginv1.PluginInfo, error) {

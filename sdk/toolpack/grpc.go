@@ -40,6 +40,9 @@ type server struct {
 
 	mu       sync.Mutex
 	hostConn *grpc.ClientConn
+	// direct holds the connections to sandbox plugins that serve their
+	// workspaces themselves (CallRequest.direct).
+	direct workspace.DirectConns
 }
 
 func (s *server) Info(context.Context, *pluginv1.InfoRequest) (*pluginv1.PluginInfo, error) {
@@ -95,9 +98,20 @@ func (s *server) Call(ctx context.Context, req *toolpackv1.CallRequest) (*plugin
 	if conn == nil {
 		return nil, rpcerr.ToStatus(plugin.Errorf(plugin.CodeNotConfigured, "", "Call before Configure: the host has not offered a workspace service"))
 	}
+	ws := workspace.NewClient(conn, req.GetWorkspaceId())
+	if d := req.GetDirect(); d.GetAddress() != "" {
+		direct, release, err := s.direct.Open(workspace.Direct{Address: d.GetAddress(), WorkspaceID: d.GetWorkspaceId(), Token: d.GetToken()})
+		if err != nil {
+			return nil, rpcerr.ToStatus(err)
+		}
+		// The grant is the call's: a goroutine the tool left behind cannot
+		// use it after the call returned.
+		defer release()
+		ws = direct
+	}
 	res, err := s.impl.Call(ctx, Call{
 		RunID: req.GetRunId(), CallID: req.GetCallId(), Tool: req.GetTool(), Input: req.GetInputJson(),
-	}, workspace.NewClient(conn, req.GetWorkspaceId()))
+	}, ws)
 	if err != nil {
 		return nil, rpcerr.ToStatus(err)
 	}
@@ -158,9 +172,25 @@ func (c *Client) Tools(ctx context.Context) ([]plugin.ToolSpec, error) {
 // Call runs one tool; the plugin reaches the workspace through the host's
 // Workspace service under workspaceID.
 func (c *Client) Call(ctx context.Context, call Call, workspaceID string) (plugin.ToolResult, error) {
-	res, err := c.c.Call(ctx, &toolpackv1.CallRequest{
+	return c.call(ctx, &toolpackv1.CallRequest{
 		RunId: call.RunID, CallId: call.CallID, Tool: call.Tool, InputJson: call.Input, WorkspaceId: workspaceID,
 	})
+}
+
+// CallDirect runs one tool whose workspace its sandbox plugin serves
+// itself under the grant direct: the plugin reaches it there, one hop
+// shorter than through the host. A plugin built before direct workspaces
+// uses workspaceID on the host's Workspace service, which must then serve
+// the same workspace.
+func (c *Client) CallDirect(ctx context.Context, call Call, workspaceID string, direct workspace.Direct) (plugin.ToolResult, error) {
+	return c.call(ctx, &toolpackv1.CallRequest{
+		RunId: call.RunID, CallId: call.CallID, Tool: call.Tool, InputJson: call.Input, WorkspaceId: workspaceID,
+		Direct: &toolpackv1.DirectWorkspace{Address: direct.Address, WorkspaceId: direct.WorkspaceID, Token: direct.Token},
+	})
+}
+
+func (c *Client) call(ctx context.Context, req *toolpackv1.CallRequest) (plugin.ToolResult, error) {
+	res, err := c.c.Call(ctx, req)
 	if err != nil {
 		return plugin.ToolResult{}, rpcerr.FromStatus(err)
 	}

@@ -43,8 +43,10 @@ const (
 	hostRSS    = "host/hostapp.BenchmarkHostRSS"
 )
 
-// toolHops is how many plugin hops one tool call crosses: engine → host →
-// toolpack → host workspace → sandbox.
+// toolHops is how many plugin hops the issue's floor counts for one tool
+// call: engine → host → toolpack → host workspace → sandbox. Since
+// toolpacks reach the sandbox plugin directly a call crosses three; the
+// target stays against the four.
 const toolHops = 4
 
 // figures is issue 16's table, in its order, with the floors beside the

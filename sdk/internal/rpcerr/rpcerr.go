@@ -16,15 +16,16 @@ import (
 const domain = "agenthost"
 
 var grpcCodes = map[string]codes.Code{
-	plugin.CodeNotFound:        codes.NotFound,
-	plugin.CodePathDenied:      codes.PermissionDenied,
-	plugin.CodeInvalidArgument: codes.InvalidArgument,
-	plugin.CodeIsDirectory:     codes.FailedPrecondition,
-	plugin.CodeAlreadyExists:   codes.AlreadyExists,
-	plugin.CodeTooLarge:        codes.ResourceExhausted,
-	plugin.CodeNotConfigured:   codes.FailedPrecondition,
-	plugin.CodeUnavailable:     codes.Unavailable,
-	plugin.CodeUnsupported:     codes.Unimplemented,
+	plugin.CodeNotFound:         codes.NotFound,
+	plugin.CodePathDenied:       codes.PermissionDenied,
+	plugin.CodeInvalidArgument:  codes.InvalidArgument,
+	plugin.CodeIsDirectory:      codes.FailedPrecondition,
+	plugin.CodeAlreadyExists:    codes.AlreadyExists,
+	plugin.CodeTooLarge:         codes.ResourceExhausted,
+	plugin.CodeNotConfigured:    codes.FailedPrecondition,
+	plugin.CodeUnavailable:      codes.Unavailable,
+	plugin.CodeUnsupported:      codes.Unimplemented,
+	plugin.CodePermissionDenied: codes.PermissionDenied,
 }
 
 // ToStatus converts err for returning from a gRPC handler. Context errors keep

@@ -76,6 +76,97 @@ func (SandboxState) EnumDescriptor() ([]byte, []int) {
 	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{0}
 }
 
+type ServeDirectRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The HMAC-SHA256 key tokens are signed with: 32 random bytes, new for
+	// every plugin process.
+	Key           []byte `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServeDirectRequest) Reset() {
+	*x = ServeDirectRequest{}
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServeDirectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServeDirectRequest) ProtoMessage() {}
+
+func (x *ServeDirectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServeDirectRequest.ProtoReflect.Descriptor instead.
+func (*ServeDirectRequest) Descriptor() ([]byte, []int) {
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ServeDirectRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type ServeDirectResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The unix socket's path, in a folder only the host's user can enter.
+	Address       string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServeDirectResponse) Reset() {
+	*x = ServeDirectResponse{}
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServeDirectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServeDirectResponse) ProtoMessage() {}
+
+func (x *ServeDirectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServeDirectResponse.ProtoReflect.Descriptor instead.
+func (*ServeDirectResponse) Descriptor() ([]byte, []int) {
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ServeDirectResponse) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
 type CreateHeader struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Chosen by the host so that it can record the sandbox before it exists.
@@ -94,7 +185,7 @@ type CreateHeader struct {
 
 func (x *CreateHeader) Reset() {
 	*x = CreateHeader{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[0]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -106,7 +197,7 @@ func (x *CreateHeader) String() string {
 func (*CreateHeader) ProtoMessage() {}
 
 func (x *CreateHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[0]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -119,7 +210,7 @@ func (x *CreateHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateHeader.ProtoReflect.Descriptor instead.
 func (*CreateHeader) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{0}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateHeader) GetSandboxId() string {
@@ -166,7 +257,7 @@ type FileHeader struct {
 
 func (x *FileHeader) Reset() {
 	*x = FileHeader{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[1]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -178,7 +269,7 @@ func (x *FileHeader) String() string {
 func (*FileHeader) ProtoMessage() {}
 
 func (x *FileHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[1]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -191,7 +282,7 @@ func (x *FileHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileHeader.ProtoReflect.Descriptor instead.
 func (*FileHeader) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{1}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *FileHeader) GetPath() string {
@@ -243,7 +334,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[2]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +346,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[2]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +359,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{2}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateRequest) GetMsg() isCreateRequest_Msg {
@@ -347,7 +438,7 @@ type SandboxInfo struct {
 
 func (x *SandboxInfo) Reset() {
 	*x = SandboxInfo{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[3]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +450,7 @@ func (x *SandboxInfo) String() string {
 func (*SandboxInfo) ProtoMessage() {}
 
 func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[3]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +463,7 @@ func (x *SandboxInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SandboxInfo.ProtoReflect.Descriptor instead.
 func (*SandboxInfo) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{3}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SandboxInfo) GetId() string {
@@ -426,7 +517,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[4]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -438,7 +529,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[4]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -451,7 +542,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{4}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetRequest) GetSandboxId() string {
@@ -470,7 +561,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[5]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +573,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[5]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +586,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{5}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StopRequest) GetSandboxId() string {
@@ -513,7 +604,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[6]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +616,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[6]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +629,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{6}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{8}
 }
 
 type ExposePortRequest struct {
@@ -551,7 +642,7 @@ type ExposePortRequest struct {
 
 func (x *ExposePortRequest) Reset() {
 	*x = ExposePortRequest{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[7]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +654,7 @@ func (x *ExposePortRequest) String() string {
 func (*ExposePortRequest) ProtoMessage() {}
 
 func (x *ExposePortRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[7]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +667,7 @@ func (x *ExposePortRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExposePortRequest.ProtoReflect.Descriptor instead.
 func (*ExposePortRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{7}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExposePortRequest) GetSandboxId() string {
@@ -606,7 +697,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[8]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +709,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[8]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +722,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{8}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Endpoint) GetAddress() string {
@@ -671,7 +762,7 @@ type SnapshotRequest struct {
 
 func (x *SnapshotRequest) Reset() {
 	*x = SnapshotRequest{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[9]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +774,7 @@ func (x *SnapshotRequest) String() string {
 func (*SnapshotRequest) ProtoMessage() {}
 
 func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[9]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +787,7 @@ func (x *SnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{9}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SnapshotRequest) GetSandboxId() string {
@@ -743,7 +834,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[10]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +846,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[10]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +859,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{10}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SnapshotChunk) GetMsg() isSnapshotChunk_Msg {
@@ -869,7 +960,7 @@ type UnchangedFiles struct {
 
 func (x *UnchangedFiles) Reset() {
 	*x = UnchangedFiles{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +972,7 @@ func (x *UnchangedFiles) String() string {
 func (*UnchangedFiles) ProtoMessage() {}
 
 func (x *UnchangedFiles) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +985,7 @@ func (x *UnchangedFiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnchangedFiles.ProtoReflect.Descriptor instead.
 func (*UnchangedFiles) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UnchangedFiles) GetFiles() []*FileHeader {
@@ -917,7 +1008,7 @@ type SnapshotEnd struct {
 
 func (x *SnapshotEnd) Reset() {
 	*x = SnapshotEnd{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1020,7 @@ func (x *SnapshotEnd) String() string {
 func (*SnapshotEnd) ProtoMessage() {}
 
 func (x *SnapshotEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1033,7 @@ func (x *SnapshotEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotEnd.ProtoReflect.Descriptor instead.
 func (*SnapshotEnd) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SnapshotEnd) GetGeneration() string {
@@ -967,7 +1058,7 @@ type LeftOut struct {
 
 func (x *LeftOut) Reset() {
 	*x = LeftOut{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -979,7 +1070,7 @@ func (x *LeftOut) String() string {
 func (*LeftOut) ProtoMessage() {}
 
 func (x *LeftOut) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -992,7 +1083,7 @@ func (x *LeftOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOut.ProtoReflect.Descriptor instead.
 func (*LeftOut) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LeftOut) GetPath() string {
@@ -1013,7 +1104,11 @@ var File_agenthost_sandbox_v1_sandbox_proto protoreflect.FileDescriptor
 
 const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\n" +
-	"\"agenthost/sandbox/v1/sandbox.proto\x12\x14agenthost.sandbox.v1\x1a agenthost/plugin/v1/plugin.proto\"\xf3\x01\n" +
+	"\"agenthost/sandbox/v1/sandbox.proto\x12\x14agenthost.sandbox.v1\x1a agenthost/plugin/v1/plugin.proto\"&\n" +
+	"\x12ServeDirectRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\"/\n" +
+	"\x13ServeDirectResponse\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"\xf3\x01\n" +
 	"\fCreateHeader\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x1b\n" +
@@ -1083,7 +1178,7 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\fSandboxState\x12\x1d\n" +
 	"\x19SANDBOX_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SANDBOX_STATE_RUNNING\x10\x01\x12\x19\n" +
-	"\x15SANDBOX_STATE_STOPPED\x10\x022\xa3\x05\n" +
+	"\x15SANDBOX_STATE_STOPPED\x10\x022\x87\x06\n" +
 	"\aSandbox\x12I\n" +
 	"\x04Info\x12 .agenthost.plugin.v1.InfoRequest\x1a\x1f.agenthost.plugin.v1.PluginInfo\x12Z\n" +
 	"\tConfigure\x12%.agenthost.plugin.v1.ConfigureRequest\x1a&.agenthost.plugin.v1.ConfigureResponse\x12Q\n" +
@@ -1093,7 +1188,8 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04Stop\x12!.agenthost.sandbox.v1.StopRequest\x1a\".agenthost.sandbox.v1.StopResponse\x12U\n" +
 	"\n" +
 	"ExposePort\x12'.agenthost.sandbox.v1.ExposePortRequest\x1a\x1e.agenthost.sandbox.v1.Endpoint\x12X\n" +
-	"\bSnapshot\x12%.agenthost.sandbox.v1.SnapshotRequest\x1a#.agenthost.sandbox.v1.SnapshotChunk0\x01B:Z8github.com/agenthost/agenthost/sdk/internal/pb/sandboxv1b\x06proto3"
+	"\bSnapshot\x12%.agenthost.sandbox.v1.SnapshotRequest\x1a#.agenthost.sandbox.v1.SnapshotChunk0\x01\x12b\n" +
+	"\vServeDirect\x12(.agenthost.sandbox.v1.ServeDirectRequest\x1a).agenthost.sandbox.v1.ServeDirectResponseB:Z8github.com/agenthost/agenthost/sdk/internal/pb/sandboxv1b\x06proto3"
 
 var (
 	file_agenthost_sandbox_v1_sandbox_proto_rawDescOnce sync.Once
@@ -1108,59 +1204,63 @@ func file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 }
 
 var file_agenthost_sandbox_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(SandboxState)(0),                  // 0: agenthost.sandbox.v1.SandboxState
-	(*CreateHeader)(nil),               // 1: agenthost.sandbox.v1.CreateHeader
-	(*FileHeader)(nil),                 // 2: agenthost.sandbox.v1.FileHeader
-	(*CreateRequest)(nil),              // 3: agenthost.sandbox.v1.CreateRequest
-	(*SandboxInfo)(nil),                // 4: agenthost.sandbox.v1.SandboxInfo
-	(*GetRequest)(nil),                 // 5: agenthost.sandbox.v1.GetRequest
-	(*StopRequest)(nil),                // 6: agenthost.sandbox.v1.StopRequest
-	(*StopResponse)(nil),               // 7: agenthost.sandbox.v1.StopResponse
-	(*ExposePortRequest)(nil),          // 8: agenthost.sandbox.v1.ExposePortRequest
-	(*Endpoint)(nil),                   // 9: agenthost.sandbox.v1.Endpoint
-	(*SnapshotRequest)(nil),            // 10: agenthost.sandbox.v1.SnapshotRequest
-	(*SnapshotChunk)(nil),              // 11: agenthost.sandbox.v1.SnapshotChunk
-	(*UnchangedFiles)(nil),             // 12: agenthost.sandbox.v1.UnchangedFiles
-	(*SnapshotEnd)(nil),                // 13: agenthost.sandbox.v1.SnapshotEnd
-	(*LeftOut)(nil),                    // 14: agenthost.sandbox.v1.LeftOut
-	nil,                                // 15: agenthost.sandbox.v1.CreateHeader.LabelsEntry
-	(*pluginv1.InfoRequest)(nil),       // 16: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 17: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 18: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 19: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 20: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 21: agenthost.plugin.v1.HealthResponse
+	(*ServeDirectRequest)(nil),         // 1: agenthost.sandbox.v1.ServeDirectRequest
+	(*ServeDirectResponse)(nil),        // 2: agenthost.sandbox.v1.ServeDirectResponse
+	(*CreateHeader)(nil),               // 3: agenthost.sandbox.v1.CreateHeader
+	(*FileHeader)(nil),                 // 4: agenthost.sandbox.v1.FileHeader
+	(*CreateRequest)(nil),              // 5: agenthost.sandbox.v1.CreateRequest
+	(*SandboxInfo)(nil),                // 6: agenthost.sandbox.v1.SandboxInfo
+	(*GetRequest)(nil),                 // 7: agenthost.sandbox.v1.GetRequest
+	(*StopRequest)(nil),                // 8: agenthost.sandbox.v1.StopRequest
+	(*StopResponse)(nil),               // 9: agenthost.sandbox.v1.StopResponse
+	(*ExposePortRequest)(nil),          // 10: agenthost.sandbox.v1.ExposePortRequest
+	(*Endpoint)(nil),                   // 11: agenthost.sandbox.v1.Endpoint
+	(*SnapshotRequest)(nil),            // 12: agenthost.sandbox.v1.SnapshotRequest
+	(*SnapshotChunk)(nil),              // 13: agenthost.sandbox.v1.SnapshotChunk
+	(*UnchangedFiles)(nil),             // 14: agenthost.sandbox.v1.UnchangedFiles
+	(*SnapshotEnd)(nil),                // 15: agenthost.sandbox.v1.SnapshotEnd
+	(*LeftOut)(nil),                    // 16: agenthost.sandbox.v1.LeftOut
+	nil,                                // 17: agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	(*pluginv1.InfoRequest)(nil),       // 18: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 19: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 20: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 21: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 22: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 23: agenthost.plugin.v1.HealthResponse
 }
 var file_agenthost_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	15, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
-	1,  // 1: agenthost.sandbox.v1.CreateRequest.header:type_name -> agenthost.sandbox.v1.CreateHeader
-	2,  // 2: agenthost.sandbox.v1.CreateRequest.file:type_name -> agenthost.sandbox.v1.FileHeader
+	17, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	3,  // 1: agenthost.sandbox.v1.CreateRequest.header:type_name -> agenthost.sandbox.v1.CreateHeader
+	4,  // 2: agenthost.sandbox.v1.CreateRequest.file:type_name -> agenthost.sandbox.v1.FileHeader
 	0,  // 3: agenthost.sandbox.v1.SandboxInfo.status_enum:type_name -> agenthost.sandbox.v1.SandboxState
-	2,  // 4: agenthost.sandbox.v1.SnapshotChunk.file:type_name -> agenthost.sandbox.v1.FileHeader
-	14, // 5: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
-	13, // 6: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
-	12, // 7: agenthost.sandbox.v1.SnapshotChunk.unchanged:type_name -> agenthost.sandbox.v1.UnchangedFiles
-	2,  // 8: agenthost.sandbox.v1.UnchangedFiles.files:type_name -> agenthost.sandbox.v1.FileHeader
-	16, // 9: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	17, // 10: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	18, // 11: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	3,  // 12: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
-	5,  // 13: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
-	6,  // 14: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
-	8,  // 15: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
-	10, // 16: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
-	19, // 17: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	20, // 18: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	21, // 19: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	4,  // 20: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
-	4,  // 21: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
-	7,  // 22: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
-	9,  // 23: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
-	11, // 24: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
+	4,  // 4: agenthost.sandbox.v1.SnapshotChunk.file:type_name -> agenthost.sandbox.v1.FileHeader
+	16, // 5: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
+	15, // 6: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
+	14, // 7: agenthost.sandbox.v1.SnapshotChunk.unchanged:type_name -> agenthost.sandbox.v1.UnchangedFiles
+	4,  // 8: agenthost.sandbox.v1.UnchangedFiles.files:type_name -> agenthost.sandbox.v1.FileHeader
+	18, // 9: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	19, // 10: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	20, // 11: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	5,  // 12: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
+	7,  // 13: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
+	8,  // 14: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
+	10, // 15: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
+	12, // 16: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
+	1,  // 17: agenthost.sandbox.v1.Sandbox.ServeDirect:input_type -> agenthost.sandbox.v1.ServeDirectRequest
+	21, // 18: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	22, // 19: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	23, // 20: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	6,  // 21: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
+	6,  // 22: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
+	9,  // 23: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
+	11, // 24: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
+	13, // 25: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
+	2,  // 26: agenthost.sandbox.v1.Sandbox.ServeDirect:output_type -> agenthost.sandbox.v1.ServeDirectResponse
+	18, // [18:27] is the sub-list for method output_type
+	9,  // [9:18] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
 	9,  // [9:9] is the sub-list for extension extendee
 	0,  // [0:9] is the sub-list for field type_name
@@ -1171,12 +1271,12 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 	if File_agenthost_sandbox_v1_sandbox_proto != nil {
 		return
 	}
-	file_agenthost_sandbox_v1_sandbox_proto_msgTypes[2].OneofWrappers = []any{
+	file_agenthost_sandbox_v1_sandbox_proto_msgTypes[4].OneofWrappers = []any{
 		(*CreateRequest_Header)(nil),
 		(*CreateRequest_File)(nil),
 		(*CreateRequest_Data)(nil),
 	}
-	file_agenthost_sandbox_v1_sandbox_proto_msgTypes[10].OneofWrappers = []any{
+	file_agenthost_sandbox_v1_sandbox_proto_msgTypes[12].OneofWrappers = []any{
 		(*SnapshotChunk_File)(nil),
 		(*SnapshotChunk_Data)(nil),
 		(*SnapshotChunk_LeftOut)(nil),
@@ -1189,7 +1289,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_sandbox_v1_sandbox_proto_rawDesc), len(file_agenthost_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,14 +24,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Sandbox_Info_FullMethodName       = "/agenthost.sandbox.v1.Sandbox/Info"
-	Sandbox_Configure_FullMethodName  = "/agenthost.sandbox.v1.Sandbox/Configure"
-	Sandbox_Health_FullMethodName     = "/agenthost.sandbox.v1.Sandbox/Health"
-	Sandbox_Create_FullMethodName     = "/agenthost.sandbox.v1.Sandbox/Create"
-	Sandbox_Get_FullMethodName        = "/agenthost.sandbox.v1.Sandbox/Get"
-	Sandbox_Stop_FullMethodName       = "/agenthost.sandbox.v1.Sandbox/Stop"
-	Sandbox_ExposePort_FullMethodName = "/agenthost.sandbox.v1.Sandbox/ExposePort"
-	Sandbox_Snapshot_FullMethodName   = "/agenthost.sandbox.v1.Sandbox/Snapshot"
+	Sandbox_Info_FullMethodName        = "/agenthost.sandbox.v1.Sandbox/Info"
+	Sandbox_Configure_FullMethodName   = "/agenthost.sandbox.v1.Sandbox/Configure"
+	Sandbox_Health_FullMethodName      = "/agenthost.sandbox.v1.Sandbox/Health"
+	Sandbox_Create_FullMethodName      = "/agenthost.sandbox.v1.Sandbox/Create"
+	Sandbox_Get_FullMethodName         = "/agenthost.sandbox.v1.Sandbox/Get"
+	Sandbox_Stop_FullMethodName        = "/agenthost.sandbox.v1.Sandbox/Stop"
+	Sandbox_ExposePort_FullMethodName  = "/agenthost.sandbox.v1.Sandbox/ExposePort"
+	Sandbox_Snapshot_FullMethodName    = "/agenthost.sandbox.v1.Sandbox/Snapshot"
+	Sandbox_ServeDirect_FullMethodName = "/agenthost.sandbox.v1.Sandbox/ServeDirect"
 )
 
 // SandboxClient is the client API for Sandbox service.
@@ -56,6 +57,16 @@ type SandboxClient interface {
 	// unchanged since then as a FileHeader marked unchanged, without data, and
 	// ends a complete snapshot with a SnapshotEnd naming its generation.
 	Snapshot(ctx context.Context, in *SnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
+	// ServeDirect has the plugin serve agenthost.workspace.v1.Workspace on a
+	// unix socket of its own as well, for other plugin processes of the same
+	// host (toolpacks) to reach a sandbox's files without the host relaying
+	// every call. Each call there must carry a token the host signed with key
+	// for one sandbox (the agenthost-workspace-token metadata): the host
+	// grants a toolpack one sandbox for one tool call. Called once per plugin
+	// process, after Configure; calling it again replaces the key and keeps
+	// the socket. A backend built before it answers UNIMPLEMENTED and the
+	// host relays workspace calls itself.
+	ServeDirect(ctx context.Context, in *ServeDirectRequest, opts ...grpc.CallOption) (*ServeDirectResponse, error)
 }
 
 type sandboxClient struct {
@@ -158,6 +169,16 @@ func (c *sandboxClient) Snapshot(ctx context.Context, in *SnapshotRequest, opts 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sandbox_SnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
 
+func (c *sandboxClient) ServeDirect(ctx context.Context, in *ServeDirectRequest, opts ...grpc.CallOption) (*ServeDirectResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServeDirectResponse)
+	err := c.cc.Invoke(ctx, Sandbox_ServeDirect_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SandboxServer is the server API for Sandbox service.
 // All implementations must embed UnimplementedSandboxServer
 // for forward compatibility.
@@ -180,6 +201,16 @@ type SandboxServer interface {
 	// unchanged since then as a FileHeader marked unchanged, without data, and
 	// ends a complete snapshot with a SnapshotEnd naming its generation.
 	Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
+	// ServeDirect has the plugin serve agenthost.workspace.v1.Workspace on a
+	// unix socket of its own as well, for other plugin processes of the same
+	// host (toolpacks) to reach a sandbox's files without the host relaying
+	// every call. Each call there must carry a token the host signed with key
+	// for one sandbox (the agenthost-workspace-token metadata): the host
+	// grants a toolpack one sandbox for one tool call. Called once per plugin
+	// process, after Configure; calling it again replaces the key and keeps
+	// the socket. A backend built before it answers UNIMPLEMENTED and the
+	// host relays workspace calls itself.
+	ServeDirect(context.Context, *ServeDirectRequest) (*ServeDirectResponse, error)
 	mustEmbedUnimplementedSandboxServer()
 }
 
@@ -213,6 +244,9 @@ func (UnimplementedSandboxServer) ExposePort(context.Context, *ExposePortRequest
 }
 func (UnimplementedSandboxServer) Snapshot(*SnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
 	return status.Errorf(codes.Unimplemented, "method Snapshot not implemented")
+}
+func (UnimplementedSandboxServer) ServeDirect(context.Context, *ServeDirectRequest) (*ServeDirectResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ServeDirect not implemented")
 }
 func (UnimplementedSandboxServer) mustEmbedUnimplementedSandboxServer() {}
 func (UnimplementedSandboxServer) testEmbeddedByValue()                 {}
@@ -361,6 +395,24 @@ func _Sandbox_Snapshot_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Sandbox_SnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
 
+func _Sandbox_ServeDirect_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ServeDirectRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SandboxServer).ServeDirect(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Sandbox_ServeDirect_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SandboxServer).ServeDirect(ctx, req.(*ServeDirectRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Sandbox_ServiceDesc is the grpc.ServiceDesc for Sandbox service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -391,6 +443,10 @@ var Sandbox_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExposePort",
 			Handler:    _Sandbox_ExposePort_Handler,
+		},
+		{
+			MethodName: "ServeDirect",
+			Handler:    _Sandbox_ServeDirect_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

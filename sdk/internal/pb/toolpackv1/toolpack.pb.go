@@ -113,7 +113,11 @@ type CallRequest struct {
 	// The tool's input as JSON text, already validated by the host.
 	InputJson []byte `protobuf:"bytes,4,opt,name=input_json,json=inputJson,proto3" json:"input_json,omitempty"`
 	// The workspace to use through the host's Workspace service.
-	WorkspaceId   string `protobuf:"bytes,5,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	WorkspaceId string `protobuf:"bytes,5,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// When set, the same workspace served by its sandbox plugin directly:
+	// the SDK uses it instead of the host's service, one hop shorter. A
+	// toolpack built before it uses workspace_id.
+	Direct        *DirectWorkspace `protobuf:"bytes,6,opt,name=direct,proto3" json:"direct,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -183,6 +187,79 @@ func (x *CallRequest) GetWorkspaceId() string {
 	return ""
 }
 
+func (x *CallRequest) GetDirect() *DirectWorkspace {
+	if x != nil {
+		return x.Direct
+	}
+	return nil
+}
+
+// DirectWorkspace is where a sandbox plugin serves a workspace itself (see
+// agenthost.sandbox.v1.Sandbox.ServeDirect) and the grant to use it.
+type DirectWorkspace struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The unix socket's path.
+	Address string `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	// The sandbox's id: the workspace_id of every request there.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// Sent as the agenthost-workspace-token metadata of every request; good
+	// for this workspace until the call's deadline.
+	Token         string `protobuf:"bytes,3,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DirectWorkspace) Reset() {
+	*x = DirectWorkspace{}
+	mi := &file_agenthost_toolpack_v1_toolpack_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DirectWorkspace) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DirectWorkspace) ProtoMessage() {}
+
+func (x *DirectWorkspace) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_toolpack_v1_toolpack_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DirectWorkspace.ProtoReflect.Descriptor instead.
+func (*DirectWorkspace) Descriptor() ([]byte, []int) {
+	return file_agenthost_toolpack_v1_toolpack_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DirectWorkspace) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *DirectWorkspace) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *DirectWorkspace) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
 var File_agenthost_toolpack_v1_toolpack_proto protoreflect.FileDescriptor
 
 const file_agenthost_toolpack_v1_toolpack_proto_rawDesc = "" +
@@ -190,14 +267,19 @@ const file_agenthost_toolpack_v1_toolpack_proto_rawDesc = "" +
 	"$agenthost/toolpack/v1/toolpack.proto\x12\x15agenthost.toolpack.v1\x1a agenthost/plugin/v1/plugin.proto\"\x0e\n" +
 	"\fToolsRequest\"D\n" +
 	"\rToolsResponse\x123\n" +
-	"\x05tools\x18\x01 \x03(\v2\x1d.agenthost.plugin.v1.ToolSpecR\x05tools\"\x93\x01\n" +
+	"\x05tools\x18\x01 \x03(\v2\x1d.agenthost.plugin.v1.ToolSpecR\x05tools\"\xd3\x01\n" +
 	"\vCallRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x1d\n" +
 	"\n" +
 	"input_json\x18\x04 \x01(\fR\tinputJson\x12!\n" +
-	"\fworkspace_id\x18\x05 \x01(\tR\vworkspaceId2\xa5\x03\n" +
+	"\fworkspace_id\x18\x05 \x01(\tR\vworkspaceId\x12>\n" +
+	"\x06direct\x18\x06 \x01(\v2&.agenthost.toolpack.v1.DirectWorkspaceR\x06direct\"d\n" +
+	"\x0fDirectWorkspace\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x14\n" +
+	"\x05token\x18\x03 \x01(\tR\x05token2\xa5\x03\n" +
 	"\bToolpack\x12I\n" +
 	"\x04Info\x12 .agenthost.plugin.v1.InfoRequest\x1a\x1f.agenthost.plugin.v1.PluginInfo\x12Z\n" +
 	"\tConfigure\x12%.agenthost.plugin.v1.ConfigureRequest\x1a&.agenthost.plugin.v1.ConfigureResponse\x12Q\n" +
@@ -217,37 +299,39 @@ func file_agenthost_toolpack_v1_toolpack_proto_rawDescGZIP() []byte {
 	return file_agenthost_toolpack_v1_toolpack_proto_rawDescData
 }
 
-var file_agenthost_toolpack_v1_toolpack_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_agenthost_toolpack_v1_toolpack_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_agenthost_toolpack_v1_toolpack_proto_goTypes = []any{
 	(*ToolsRequest)(nil),               // 0: agenthost.toolpack.v1.ToolsRequest
 	(*ToolsResponse)(nil),              // 1: agenthost.toolpack.v1.ToolsResponse
 	(*CallRequest)(nil),                // 2: agenthost.toolpack.v1.CallRequest
-	(*pluginv1.ToolSpec)(nil),          // 3: agenthost.plugin.v1.ToolSpec
-	(*pluginv1.InfoRequest)(nil),       // 4: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 5: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 6: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 7: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 8: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 9: agenthost.plugin.v1.HealthResponse
-	(*pluginv1.ToolResult)(nil),        // 10: agenthost.plugin.v1.ToolResult
+	(*DirectWorkspace)(nil),            // 3: agenthost.toolpack.v1.DirectWorkspace
+	(*pluginv1.ToolSpec)(nil),          // 4: agenthost.plugin.v1.ToolSpec
+	(*pluginv1.InfoRequest)(nil),       // 5: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 6: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 7: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 8: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 9: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 10: agenthost.plugin.v1.HealthResponse
+	(*pluginv1.ToolResult)(nil),        // 11: agenthost.plugin.v1.ToolResult
 }
 var file_agenthost_toolpack_v1_toolpack_proto_depIdxs = []int32{
-	3,  // 0: agenthost.toolpack.v1.ToolsResponse.tools:type_name -> agenthost.plugin.v1.ToolSpec
-	4,  // 1: agenthost.toolpack.v1.Toolpack.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	5,  // 2: agenthost.toolpack.v1.Toolpack.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	6,  // 3: agenthost.toolpack.v1.Toolpack.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	0,  // 4: agenthost.toolpack.v1.Toolpack.Tools:input_type -> agenthost.toolpack.v1.ToolsRequest
-	2,  // 5: agenthost.toolpack.v1.Toolpack.Call:input_type -> agenthost.toolpack.v1.CallRequest
-	7,  // 6: agenthost.toolpack.v1.Toolpack.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	8,  // 7: agenthost.toolpack.v1.Toolpack.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	9,  // 8: agenthost.toolpack.v1.Toolpack.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	1,  // 9: agenthost.toolpack.v1.Toolpack.Tools:output_type -> agenthost.toolpack.v1.ToolsResponse
-	10, // 10: agenthost.toolpack.v1.Toolpack.Call:output_type -> agenthost.plugin.v1.ToolResult
-	6,  // [6:11] is the sub-list for method output_type
-	1,  // [1:6] is the sub-list for method input_type
-	1,  // [1:1] is the sub-list for extension type_name
-	1,  // [1:1] is the sub-list for extension extendee
-	0,  // [0:1] is the sub-list for field type_name
+	4,  // 0: agenthost.toolpack.v1.ToolsResponse.tools:type_name -> agenthost.plugin.v1.ToolSpec
+	3,  // 1: agenthost.toolpack.v1.CallRequest.direct:type_name -> agenthost.toolpack.v1.DirectWorkspace
+	5,  // 2: agenthost.toolpack.v1.Toolpack.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	6,  // 3: agenthost.toolpack.v1.Toolpack.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	7,  // 4: agenthost.toolpack.v1.Toolpack.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	0,  // 5: agenthost.toolpack.v1.Toolpack.Tools:input_type -> agenthost.toolpack.v1.ToolsRequest
+	2,  // 6: agenthost.toolpack.v1.Toolpack.Call:input_type -> agenthost.toolpack.v1.CallRequest
+	8,  // 7: agenthost.toolpack.v1.Toolpack.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	9,  // 8: agenthost.toolpack.v1.Toolpack.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	10, // 9: agenthost.toolpack.v1.Toolpack.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	1,  // 10: agenthost.toolpack.v1.Toolpack.Tools:output_type -> agenthost.toolpack.v1.ToolsResponse
+	11, // 11: agenthost.toolpack.v1.Toolpack.Call:output_type -> agenthost.plugin.v1.ToolResult
+	7,  // [7:12] is the sub-list for method output_type
+	2,  // [2:7] is the sub-list for method input_type
+	2,  // [2:2] is the sub-list for extension type_name
+	2,  // [2:2] is the sub-list for extension extendee
+	0,  // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_toolpack_v1_toolpack_proto_init() }
@@ -261,7 +345,7 @@ func file_agenthost_toolpack_v1_toolpack_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_toolpack_v1_toolpack_proto_rawDesc), len(file_agenthost_toolpack_v1_toolpack_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
