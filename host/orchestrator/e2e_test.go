@@ -228,6 +228,25 @@ func TestPluginCrashes(t *testing.T) {
 		requireWellFormed(t, h.store.Events(run.ID))
 		next(t)
 	})
+	t.Run("sandbox under a tool call", func(t *testing.T) {
+		// The toolpack is inside a call to the sandbox plugin's own socket
+		// (frozen, so the call certainly waits there) when the sandbox
+		// plugin dies: the call fails, the run fails as a sandbox crash,
+		// and the relaunched plugin (a new socket) serves the next run.
+		sandboxPID := pidOf(t, h, "local")
+		run := h.start(t, "say before\n"+`tool coding_agent_write_file {"path":"c.txt","content":"x"}`+"\nsay after")
+		h.waitEvent(t, run.ID, core.EventAssistantDelta)
+		require.NoError(t, syscall.Kill(sandboxPID, syscall.SIGSTOP))
+		require.Eventually(t, func() bool { return h.orch.ToolCallsInFlight(run.ID) == 1 }, 30*time.Second, 5*time.Millisecond)
+		require.NoError(t, syscall.Kill(sandboxPID, syscall.SIGKILL))
+		final := h.wait(t, run.ID)
+		assert.Equal(t, core.RunFailed, final.Status)
+		assert.Equal(t, core.CodeSandboxCrashed, final.ErrorCode, final.ErrorMessage)
+		evs := h.store.Events(run.ID)
+		requireWellFormed(t, evs)
+		assert.Contains(t, types(evs), core.EventToolFailed, "the call in flight failed")
+		next(t)
+	})
 }
 
 func TestWrongChecksumRefusesPluginButHostStarts(t *testing.T) {
