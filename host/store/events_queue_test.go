@@ -135,6 +135,9 @@ func TestFinishRun(t *testing.T) {
 		require.Len(t, msgs, 2)
 		assert.Equal(t, "assistant", msgs[1].Role)
 		assert.Equal(t, "hi", msgs[1].Content)
+		session, err := s.GetChatSession(ctx, "chat_f")
+		require.NoError(t, err)
+		assert.Equal(t, env.TS.UnixMilli(), session.UpdatedAt, "the session's last activity is the end's")
 
 		again := done
 		again.Status = core.RunFailed

@@ -23,17 +23,26 @@ func (s *Store) FinishRun(ctx context.Context, r *core.Run, from []core.RunStatu
 		refused error
 	}
 	res, err := s.appendWait(ctx, &appendReq{run: r, ev: terminal, tail: func(ctx context.Context, tx *sqlx.Tx, env core.Envelope) (any, error) {
+		var with string
+		var withArgs []any
 		if turn != nil && r.ChatSessionID != "" {
 			now := env.TS.UnixMilli()
-			if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
- VALUES (?, ?, ?, ?, ?, ?)`), turn.MessageID, r.ChatSessionID, r.ID, "assistant", turn.Content, now); err != nil {
-				return nil, translate(err)
-			}
-			if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), now, r.ChatSessionID); err != nil {
-				return nil, translate(err)
+			withArgs = []any{turn.MessageID, r.ChatSessionID, r.ID, "assistant", turn.Content, now, now, r.ChatSessionID}
+			if s.dialect == Postgres {
+				// One statement with the run's change: every round trip
+				// inside the log's transaction holds up the whole batch.
+				with = `WITH message AS (` + insertAssistantMessage + `), session AS (` + touchChatSession + `) `
+			} else {
+				if _, err := tx.ExecContext(ctx, tx.Rebind(insertAssistantMessage), withArgs[:6]...); err != nil {
+					return nil, translate(err)
+				}
+				if _, err := tx.ExecContext(ctx, tx.Rebind(touchChatSession), withArgs[6:]...); err != nil {
+					return nil, translate(err)
+				}
+				withArgs = nil
 			}
 		}
-		updated, err := s.transitionRun(ctx, tx, r, from)
+		updated, err := s.transitionRunWith(ctx, tx, r, from, with, withArgs)
 		if refusal(err) {
 			return finished{refused: err}, nil
 		}
@@ -88,6 +97,13 @@ func (s *Store) EnqueueTransition(ctx context.Context, r *core.Run, from []core.
 	}
 	return s.enqueue(ctx, req)
 }
+
+// The chat's writes that go with a run's end: its answer, and the
+// session's last activity.
+const (
+	insertAssistantMessage = `INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`
+	touchChatSession       = `UPDATE chat_sessions SET updated_at = ? WHERE id = ?`
+)
 
 // transitionReq is a status change as a write in the run's order.
 func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -321,6 +322,15 @@ func (s *Store) TransitionRun(ctx context.Context, r *core.Run, from []core.RunS
 // transitionRun is TransitionRun on q (the store's writer or a
 // transaction).
 func (s *Store) transitionRun(ctx context.Context, q sqlx.QueryerContext, r *core.Run, from []core.RunStatus) (*core.Run, error) {
+	return s.transitionRunWith(ctx, q, r, from, "", nil)
+}
+
+// transitionRunWith is transitionRun whose UPDATE runs after with, a
+// PostgreSQL WITH clause of data-modifying statements (with its ?
+// arguments withArgs) that then run in the same statement whether or not
+// the run's status allowed the change: writes that go with the change, one
+// round trip instead of one each.
+func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r *core.Run, from []core.RunStatus, with string, withArgs []any) (*core.Run, error) {
 	if len(from) == 0 {
 		return nil, fmt.Errorf("transition run %s: no allowed from-states", r.ID)
 	}
@@ -331,14 +341,14 @@ func (s *Store) transitionRun(ctx context.Context, q sqlx.QueryerContext, r *cor
 	if s.fenced() {
 		fence, owner = " AND owner = ?", s.owner
 	}
-	args := []any{row.ResultRevisionID, row.Status, row.EngineRunRef,
+	args := append(slices.Clip(withArgs), row.ResultRevisionID, row.Status, row.EngineRunRef,
 		row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
 		row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
-		row.UpdatedAt, row.FinishedAt, row.ID, from}
+		row.UpdatedAt, row.FinishedAt, row.ID, from)
 	if fence != "" {
 		args = append(args, owner)
 	}
-	stmt, args, err := sqlx.In(`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
+	stmt, args, err := sqlx.In(with+`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
  resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
  error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
  updated_at = ?, finished_at = ?
