@@ -3,6 +3,8 @@ package toolpack
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
+	"os"
 	"sync"
 
 	"github.com/agenthost/agenthost/sdk/internal/convert"
@@ -99,7 +101,7 @@ func (s *server) Call(ctx context.Context, req *toolpackv1.CallRequest) (*plugin
 		return nil, rpcerr.ToStatus(plugin.Errorf(plugin.CodeNotConfigured, "", "Call before Configure: the host has not offered a workspace service"))
 	}
 	ws := workspace.NewClient(conn, req.GetWorkspaceId())
-	if d := req.GetDirect(); d.GetAddress() != "" {
+	if d := req.GetDirect(); d.GetAddress() != "" && socketExists(d.GetAddress()) {
 		direct, release, err := s.direct.Open(workspace.Direct{Address: d.GetAddress(), WorkspaceID: d.GetWorkspaceId(), Token: d.GetToken()})
 		if err != nil {
 			return nil, rpcerr.ToStatus(err)
@@ -116,6 +118,16 @@ func (s *server) Call(ctx context.Context, req *toolpackv1.CallRequest) (*plugin
 		return nil, rpcerr.ToStatus(err)
 	}
 	return convert.ToolResultToProto(res), nil
+}
+
+// socketExists reports whether a sandbox plugin's direct socket is there
+// to dial. When it is not (a plugin on another machine, or a temp-folder
+// cleaner removed it while the plugin ran), the call goes through the
+// host's Workspace service instead, which reaches the same sandbox: a
+// missing socket must cost a hop, never a tool call.
+func socketExists(address string) bool {
+	fi, err := os.Stat(address)
+	return err == nil && fi.Mode().Type() == fs.ModeSocket
 }
 
 // Client is the host's handle on a toolpack plugin process.
