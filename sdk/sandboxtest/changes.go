@@ -168,8 +168,11 @@ func (k *kit) testSnapshotSeesBackgroundWrites(t *testing.T) {
 	t.Cleanup(func() { _ = k.c.Stop(context.Background(), id) })
 	ws := k.c.Workspace(id)
 	gen := k.settle(t, id, k.snapSince(t, id, info.SnapshotGeneration).gen)
+	// "up" and "done" appear whole (written aside, then renamed): the
+	// test looks for them by name, and a snapshot taken between a file's
+	// creation and its write would rightly see it empty.
 	res, err := ws.Exec(ctx, workspace.ExecRequest{Argv: []string{"sh", "-c",
-		"(sleep 0.5; echo up > up; while [ ! -f go ]; do sleep 0.05; done; echo late > late.txt; echo done > done) >/dev/null 2>&1 &"}})
+		"(sleep 0.5; echo up > up.part; mv up.part up; while [ ! -f go ]; do sleep 0.05; done; echo late > late.txt; echo done > done.part; mv done.part done) >/dev/null 2>&1 &"}})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
 	stat := func(p string) func() bool {
