@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,4 +100,23 @@ func TestDirectSocketOutOfCommandsReach(t *testing.T) {
 	res := run(t, p.Client, "box", "ls", filepath.Dir(grant.Address))
 	assert.NotEqual(t, 0, res.ExitCode, "a command listed the socket's folder: %s", res.Stdout)
 	assert.Contains(t, string(res.Stderr), "Permission denied")
+}
+
+// TestDirectSocketFolderOfAKilledPluginIsSwept: a plugin SIGKILLed cannot
+// remove its socket's folder; the next plugin to serve directly does.
+func TestDirectSocketFolderOfAKilledPluginIsSwept(t *testing.T) {
+	ctx := context.Background()
+	first := launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, nil, nil)
+	require.NoError(t, first.EnableDirect(ctx))
+	grant, ok := first.Direct("box", time.Now().Add(time.Minute))
+	require.True(t, ok)
+	require.NoError(t, syscall.Kill(first.pid, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return syscall.Kill(first.pid, 0) == syscall.ESRCH }, 10*time.Second, 20*time.Millisecond)
+	_, err := os.Stat(filepath.Dir(grant.Address))
+	require.NoError(t, err, "a killed plugin leaves its folder")
+
+	second := launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, nil, nil)
+	require.NoError(t, second.EnableDirect(ctx))
+	_, err = os.Stat(filepath.Dir(grant.Address))
+	assert.True(t, os.IsNotExist(err), "the next plugin swept it: %v", err)
 }

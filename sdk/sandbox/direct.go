@@ -7,7 +7,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agenthost/agenthost/sdk/internal/pb/sandboxv1"
@@ -51,8 +54,10 @@ func (d *directServer) serve(key []byte, resolve workspace.Resolver) (string, er
 		return d.address, nil
 	}
 	// MkdirTemp makes the folder 0700: other users (a backend's per-sandbox
-	// uids among them) cannot reach the socket inside.
-	dir, err := os.MkdirTemp("", "agenthost-ws-")
+	// uids among them) cannot reach the socket inside. Its name carries
+	// this process's pid, so that a later plugin can tell it left over.
+	sweepDirectDirs(os.TempDir())
+	dir, err := os.MkdirTemp("", directDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", err
 	}
@@ -67,6 +72,41 @@ func (d *directServer) serve(key []byte, resolve workspace.Resolver) (string, er
 	go func() { _ = srv.Serve(lis) }()
 	d.dir, d.address, d.srv = dir, address, srv
 	return address, nil
+}
+
+// directDirPrefix starts the name of every direct socket's folder, which
+// goes on with the pid of the plugin process that made it.
+const directDirPrefix = "agenthost-ws-"
+
+// sweepDirectDirs removes the direct socket folders in dir whose plugin
+// process is gone: one killed outright (SIGKILL, a crash) could not remove
+// its own. A folder whose pid is alive is kept, even if that pid now
+// belongs to another process; so are folders it cannot read a pid from,
+// and other users' (removing them fails).
+func sweepDirectDirs(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), directDirPrefix)
+		pidText, _, found := strings.Cut(rest, "-")
+		if !ok || !found || !e.IsDir() {
+			continue
+		}
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
+// processAlive reports whether a process of that pid exists (signal 0: it
+// may be another user's, which answers EPERM).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // close stops the service and removes its socket's folder.
