@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/stretchr/testify/assert"
@@ -53,6 +54,9 @@ func TestEnqueueKeepsOrder(t *testing.T) {
 		for i, e := range evs {
 			assert.Equal(t, int64(i+1), e.Seq)
 		}
+		// A batch's listeners run after its appends are answered: the
+		// last batch's may still be on their way.
+		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) >= n }, 10*time.Second, time.Millisecond)
 		mu.Lock()
 		defer mu.Unlock()
 		require.Len(t, seen, n)
