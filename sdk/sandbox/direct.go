@@ -32,10 +32,9 @@ import (
 type directServer struct {
 	key workspace.DirectKey
 
-	mu      sync.Mutex
-	dir     string
-	address string
-	srv     *grpc.Server
+	mu  sync.Mutex
+	dir string // the socket's folder, once serving
+	srv *grpc.Server
 }
 
 // directSocket is the socket's name in its folder.
@@ -51,7 +50,7 @@ func (d *directServer) serve(key []byte, resolve workspace.Resolver) (string, er
 	defer d.mu.Unlock()
 	d.key.Set(key)
 	if d.srv != nil {
-		return d.address, nil
+		return filepath.Join(d.dir, directSocket), nil
 	}
 	// MkdirTemp makes the folder 0700: other users (a backend's per-sandbox
 	// uids among them) cannot reach the socket inside. Its name carries
@@ -70,7 +69,7 @@ func (d *directServer) serve(key []byte, resolve workspace.Resolver) (string, er
 	srv := plugin.NewGRPCServer(nil)
 	workspace.RegisterServer(srv, workspace.DirectResolver(&d.key, resolve))
 	go func() { _ = srv.Serve(lis) }()
-	d.dir, d.address, d.srv = dir, address, srv
+	d.dir, d.srv = dir, srv
 	return address, nil
 }
 
@@ -118,7 +117,7 @@ func (d *directServer) close() {
 	}
 	d.srv.Stop()
 	_ = os.RemoveAll(d.dir)
-	d.srv, d.dir, d.address = nil, "", ""
+	d.srv, d.dir = nil, ""
 }
 
 func (s *server) ServeDirect(_ context.Context, req *sandboxv1.ServeDirectRequest) (*sandboxv1.ServeDirectResponse, error) {
