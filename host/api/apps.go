@@ -103,7 +103,7 @@ func (s *Server) createApp(c *gin.Context) {
 				}
 				// The same folders an archive upload leaves out (.git/,
 				// node_modules/, build output) stay out of inline apps.
-				if sandbox.MatchExclude(p, uploadSkips) {
+				if uploadSkips.Match(p) {
 					skipped++
 					continue
 				}

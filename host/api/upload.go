@@ -18,7 +18,7 @@ import (
 
 // uploadSkips are folders an upload never brings into an app: version
 // control internals and everything core.GeneratedArtifacts regenerates.
-var uploadSkips = append([]string{".git", ".hg", ".svn"}, core.GeneratedArtifacts...)
+var uploadSkips = sandbox.NewExcluder(append([]string{".git", ".hg", ".svn"}, core.GeneratedArtifacts...))
 
 // unpacked is an archive read into an app's files.
 type unpacked struct {
@@ -65,7 +65,7 @@ func unpackArchive(kind string, body []byte, limits core.FileLimits) (unpacked, 
 	var out unpacked
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if sandbox.MatchExclude(e.path, uploadSkips) {
+		if uploadSkips.Match(e.path) {
 			out.Skipped++
 			continue
 		}
@@ -235,7 +235,7 @@ func unwrapSingleFolder(entries []archiveEntry) []archiveEntry {
 		return entries
 	}
 	top, _, ok := strings.Cut(entries[0].path, "/")
-	if !ok || sandbox.MatchExclude(top, uploadSkips) {
+	if !ok || uploadSkips.Match(top) {
 		// A lone node_modules/ or .git/ is not the project's folder.
 		return entries
 	}

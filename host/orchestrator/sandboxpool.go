@@ -349,8 +349,9 @@ func refreshFiles(ctx context.Context, ws workspace.Workspace, files []sandbox.F
 		return 0, err
 	}
 	have := make(map[string]string, len(entries))
+	generated := sandbox.NewExcluder(core.GeneratedArtifacts)
 	for _, e := range entries {
-		if !e.IsDir && !sandbox.MatchExclude(e.Path, core.GeneratedArtifacts) {
+		if !e.IsDir && !generated.Match(e.Path) {
 			have[e.Path] = e.SHA256
 		}
 	}

@@ -293,7 +293,7 @@ func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string, em
 	if err != nil {
 		return err
 	}
-	return b.ws.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
+	return b.ws.Files(ctx, sandbox.NewExcluder(exclude).Match, emit)
 }
 
 // SnapshotSince is Snapshot sending only the files changed since
@@ -304,7 +304,7 @@ func (p *Provider) SnapshotSince(ctx context.Context, id string, exclude []strin
 	if err != nil {
 		return "", err
 	}
-	return b.ws.FilesSince(ctx, since, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
+	return b.ws.FilesSince(ctx, since, sandbox.NewExcluder(exclude).Match, emit)
 }
 
 // Stop kills every command of the sandbox (each one's pid namespace goes

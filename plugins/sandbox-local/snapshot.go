@@ -14,7 +14,7 @@ func (p *Provider) Snapshot(ctx context.Context, id string, exclude []string, em
 	if err != nil {
 		return err
 	}
-	return b.fs.Files(ctx, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
+	return b.fs.Files(ctx, sandbox.NewExcluder(exclude).Match, emit)
 }
 
 // SnapshotSince is Snapshot sending only the files changed since
@@ -25,5 +25,5 @@ func (p *Provider) SnapshotSince(ctx context.Context, id string, exclude []strin
 	if err != nil {
 		return "", err
 	}
-	return b.fs.FilesSince(ctx, since, func(rel string) bool { return sandbox.MatchExclude(rel, exclude) }, emit)
+	return b.fs.FilesSince(ctx, since, sandbox.NewExcluder(exclude).Match, emit)
 }

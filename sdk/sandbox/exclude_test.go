@@ -42,20 +42,52 @@ func TestMatchExcludeAsWritten(t *testing.T) {
 		"app.tsbuildinfo", "src/app.tsbuildinfo", "src/app.tsbuildinfo/x", "b.txt", "d.txt", "x/c1.txt", "*", "a*b", "[", "a//b",
 		".DS_Store", "x/.DS_Store", ".opencode/tool/t.ts", "dist", "distx", "x/dist/y", "a.txt", "dir.txt/b", ".txt", "x/y.", "ax/b"}
 	for _, pats := range patterns {
+		x := NewExcluder(pats)
 		for _, p := range paths {
-			if got, want := MatchExclude(p, pats), matchExcludeReference(p, pats); got != want {
+			want := matchExcludeReference(p, pats)
+			if got := MatchExclude(p, pats); got != want {
 				t.Errorf("MatchExclude(%q, %q) = %v, want %v", p, pats, got, want)
+			}
+			if got := x.Match(p); got != want {
+				t.Errorf("NewExcluder(%q).Match(%q) = %v, want %v", pats, p, got, want)
 			}
 		}
 	}
 }
 
+// generatedArtifacts are core.GeneratedArtifacts' patterns, which every
+// snapshot leaves out.
+var generatedArtifacts = []string{"node_modules", "dist", ".vite", ".turbo", ".cache", ".parcel-cache", ".next", ".svelte-kit", "coverage",
+	"*.tsbuildinfo", ".eslintcache", ".DS_Store", ".opencode"}
+
+// snapshotPaths are the paths of a 500-file app in 20 folders.
+func snapshotPaths() []string {
+	paths := make([]string, 500)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("src/dir%d/file%d.ts", i%20, i)
+	}
+	return paths
+}
+
 // BenchmarkMatchExclude: one path of a snapshot against the generated
-// artifacts' patterns (as core.GeneratedArtifacts).
+// artifacts' patterns, each pattern in turn.
 func BenchmarkMatchExclude(b *testing.B) {
-	pats := []string{"node_modules", "dist", ".vite", ".turbo", ".cache", ".parcel-cache", ".next", ".svelte-kit", "coverage",
-		"*.tsbuildinfo", ".eslintcache", ".DS_Store", ".opencode"}
+	paths := snapshotPaths()
 	for i := 0; b.Loop(); i++ {
-		_ = MatchExclude(fmt.Sprintf("src/dir%d/file%d.ts", i%20, i%500), pats)
+		if MatchExclude(paths[i%len(paths)], generatedArtifacts) {
+			b.Fatal("excluded")
+		}
+	}
+}
+
+// BenchmarkExcluder: the same with the patterns compiled, as a snapshot
+// matches them.
+func BenchmarkExcluder(b *testing.B) {
+	paths := snapshotPaths()
+	x := NewExcluder(generatedArtifacts)
+	for i := 0; b.Loop(); i++ {
+		if x.Match(paths[i%len(paths)]) {
+			b.Fatal("excluded")
+		}
 	}
 }
