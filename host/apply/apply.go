@@ -14,7 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/agenthost/agenthost/core"
@@ -207,21 +207,29 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, res orchestrat
 // Oversized files (never read) have no digest.
 func resultManifest(res orchestrator.RunResult, base []store.ManifestEntry) []store.ManifestEntry {
 	out := make([]store.ManifestEntry, 0, len(res.Files)+len(res.KeptOut))
-	have := make(map[string]bool, len(res.Files))
 	for _, f := range res.Files {
 		out = append(out, store.ManifestEntry{Path: f.Path, SHA256: f.SHA256, Size: f.Size, Mode: f.Mode})
-		have[f.Path] = true
 	}
-	kept := make(map[string]bool, len(res.KeptOut))
-	for _, p := range res.KeptOut {
-		kept[p] = true
-	}
-	for _, b := range base {
-		if kept[b.Path] && !have[b.Path] {
-			out = append(out, b)
+	if len(res.KeptOut) > 0 {
+		have := make(map[string]bool, len(res.Files))
+		for _, f := range res.Files {
+			have[f.Path] = true
+		}
+		kept := make(map[string]bool, len(res.KeptOut))
+		for _, p := range res.KeptOut {
+			kept[p] = true
+		}
+		for _, b := range base {
+			if kept[b.Path] && !have[b.Path] {
+				out = append(out, b)
+			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	// A snapshot comes in path order: sorted only when it is not.
+	inOrder := func(a, b store.ManifestEntry) int { return strings.Compare(a.Path, b.Path) }
+	if !slices.IsSortedFunc(out, inOrder) {
+		slices.SortFunc(out, inOrder)
+	}
 	return out
 }
 

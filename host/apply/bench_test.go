@@ -8,6 +8,7 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/internal/testenv"
+	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 )
@@ -130,6 +131,58 @@ func BenchmarkMergeResult500Files(b *testing.B) {
 			if r := decodeResultB(out.Result); r != KindMerged {
 				b.Fatalf("want a merge, got %s", out.Result)
 			}
+		}
+	})
+}
+
+// BenchmarkApplyResultOneChanged501: a warm turn's result of a 501-file app
+// in which one file changed, as the host applies it: a manifest of digests
+// (the changed content stored as it streamed in), applied over the head.
+// What costs here is handling the 500 files that did not change.
+func BenchmarkApplyResultOneChanged501(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *store.Store) {
+		ctx := context.Background()
+		if err := s.EnsureTenant(ctx, "t1", "T"); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.CreateApp(ctx, store.App{ID: "app1", TenantID: "t1", Name: "big"}); err != nil {
+			b.Fatal(err)
+		}
+		files := append(app500(0, 0), sandbox.File{Path: "src/counter.txt", Data: []byte("0\n")})
+		base, _, err := s.CreateRevision(ctx, store.NewRevision{ID: "rev_base", AppID: "app1", Source: "upload", Files: files, AdvanceDraft: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		manifest, err := s.RevisionManifest(ctx, base.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a := New(s)
+		head := base.ID
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			counter, err := s.PutBlob(ctx, fmt.Appendf(nil, "%d\n", i+1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			res := orchestrator.RunResult{Files: make([]orchestrator.ResultFile, len(manifest))}
+			for j, e := range manifest {
+				res.Files[j] = orchestrator.ResultFile{Path: e.Path, Mode: e.Mode, Size: e.Size, SHA256: e.SHA256}
+				if e.Path == "src/counter.txt" {
+					res.Files[j].SHA256, res.Files[j].Size = counter, int64(len(fmt.Sprintf("%d\n", i+1)))
+				}
+			}
+			b.StartTimer()
+			out, err := a.ApplyResult(ctx, &core.Run{ID: fmt.Sprintf("run%d", i), AppID: "app1", BaseRevisionID: head, Prompt: "p"}, res)
+			if err != nil || out.RevisionID == "" {
+				b.Fatalf("%v %s", err, out.Result)
+			}
+			if r := decodeResultB(out.Result); r != KindApplied {
+				b.Fatalf("want applied, got %s", out.Result)
+			}
+			head = out.RevisionID
 		}
 	})
 }

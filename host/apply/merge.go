@@ -2,7 +2,9 @@ package apply
 
 import (
 	"bytes"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -57,33 +59,33 @@ func normMode(m uint32) uint32 {
 }
 
 // diffManifest lists what changed from one manifest to another, comparing
-// content by sha256.
+// content by sha256. Manifests come in path order (the store's, a
+// result's): one merge pass, nothing per unchanged file but a comparison.
 func diffManifest(old, new []store.ManifestEntry) Changes {
-	o := make(map[string]store.ManifestEntry, len(old))
-	for _, m := range old {
-		o[m.Path] = m
+	inOrder := func(a, b store.ManifestEntry) int { return strings.Compare(a.Path, b.Path) }
+	if !slices.IsSortedFunc(old, inOrder) || !slices.IsSortedFunc(new, inOrder) {
+		old, new = slices.Clone(old), slices.Clone(new)
+		slices.SortFunc(old, inOrder)
+		slices.SortFunc(new, inOrder)
 	}
 	c := Changes{Added: []string{}, Modified: []string{}, Deleted: []string{}}
-	seen := make(map[string]bool, len(new))
-	for _, f := range new {
-		seen[f.Path] = true
-		m, ok := o[f.Path]
-		if !ok {
-			c.Added = append(c.Added, f.Path)
-			continue
-		}
-		if !sameEntry(&m, &f) {
-			c.Modified = append(c.Modified, f.Path)
+	i, j := 0, 0
+	for i < len(old) || j < len(new) {
+		switch {
+		case j == len(new) || (i < len(old) && old[i].Path < new[j].Path):
+			c.Deleted = append(c.Deleted, old[i].Path)
+			i++
+		case i == len(old) || new[j].Path < old[i].Path:
+			c.Added = append(c.Added, new[j].Path)
+			j++
+		default:
+			if !sameEntry(&old[i], &new[j]) {
+				c.Modified = append(c.Modified, new[j].Path)
+			}
+			i++
+			j++
 		}
 	}
-	for _, m := range old {
-		if !seen[m.Path] {
-			c.Deleted = append(c.Deleted, m.Path)
-		}
-	}
-	sort.Strings(c.Added)
-	sort.Strings(c.Modified)
-	sort.Strings(c.Deleted)
 	return c
 }
 

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,23 +168,9 @@ func (s *Store) writeRevision(ctx context.Context, tx *sqlx.Tx, pr *preparedRevi
 	delta := s.planDelta(rev.ParentID, files)
 	// Contents that stored manifests name are stored (revision_files
 	// references blobs): only the others are checked.
-	shas := make([]string, 0, len(pr.byDigest))
-	for _, e := range pr.byDigest {
-		if !delta.stored[e.SHA256] {
-			shas = append(shas, e.SHA256)
-		}
-	}
+	shas, bySHA := delta.unstored(pr.byDigest, pr.bySHA)
 	if err := s.checkBlobs(ctx, tx, shas); err != nil {
 		return stats, fmt.Errorf("store revision: %w", err)
-	}
-	bySHA := pr.bySHA
-	if len(delta.stored) > 0 && len(bySHA) > 0 {
-		bySHA = make(map[string][]byte, len(pr.bySHA))
-		for sha, data := range pr.bySHA {
-			if !delta.stored[sha] {
-				bySHA[sha] = data
-			}
-		}
 	}
 	missing, err := s.missingBlobs(ctx, tx, bySHA)
 	if err != nil {
@@ -277,7 +263,10 @@ func newManifest(nr NewRevision) ([]ManifestEntry, map[string][]byte, error) {
 	} else {
 		entries = append([]ManifestEntry(nil), nr.Manifest...)
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	byPath := func(a, b ManifestEntry) int { return strings.Compare(a.Path, b.Path) }
+	if !slices.IsSortedFunc(entries, byPath) { // a result comes in path order
+		slices.SortFunc(entries, byPath)
+	}
 	for i, e := range entries {
 		if i > 0 && entries[i-1].Path == e.Path {
 			return nil, nil, core.Errf(core.CodeInvalidRequest, "files", "path %s appears twice", e.Path)
