@@ -79,7 +79,7 @@ func (s *Store) AddChatMessage(ctx context.Context, m ChatMessage) error {
 		if err != nil {
 			return translate(err)
 		}
-		_, err = tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), now, m.ChatSessionID)
+		_, err = tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`), now, m.ChatSessionID)
 		return translate(err)
 	})
 }
@@ -92,10 +92,16 @@ func (s *Store) ChatMessages(ctx context.Context, sessionID string) ([]ChatMessa
 	return out, translate(err)
 }
 
-// DeleteChatMessage removes a turn.
+// DeleteChatMessage removes a turn, and counts it out of its session.
 func (s *Store) DeleteChatMessage(ctx context.Context, id string) error {
-	_, err := s.w.ExecContext(ctx, s.rebind(`DELETE FROM chat_messages WHERE id = ?`), id)
-	return translate(err)
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET message_count = message_count - 1
+ WHERE id = (SELECT chat_session_id FROM chat_messages WHERE id = ?)`), id); err != nil {
+			return translate(err)
+		}
+		_, err := tx.ExecContext(ctx, tx.Rebind(`DELETE FROM chat_messages WHERE id = ?`), id)
+		return translate(err)
+	})
 }
 
 // DeleteChatSession removes a session and its turns.

@@ -153,8 +153,8 @@ func turns(sessionID string, rows []tailRow) []ChatMessage {
 // chatTailWhole reads the tail in one query: the turns are walked newest
 // first along chat_messages_tail (no sort), a running total of their length
 // (in characters on both databases, as the budget counts them) stops the
-// walk, and only the turns kept are sent; the chat's length is counted from
-// the same index.
+// walk, and only the turns kept are sent; the chat's length is the
+// session's message_count.
 func (s *Store) chatTailWhole(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
 	cs, tail, total, err := s.readTail(ctx, sessionID, budget, maxTurns, nil)
 	if errors.Is(err, ErrNotFound) {
@@ -176,17 +176,22 @@ func (s *Store) readTail(ctx context.Context, sessionID string, budget, maxTurns
 		length = "char_length"
 	}
 	where, boundArgs := "chat_session_id = ?", []any{sessionID}
+	// The whole chat's length is the session's count; only the turns
+	// before a bound are counted.
+	total, count := `s.message_count AS total`, ``
+	var args []any
 	if bound != nil {
 		where += " AND (created_at, id) < (?, ?)"
 		boundArgs = append(boundArgs, bound.CreatedAt, bound.ID)
+		total, count = `c.total`, ` CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE `+where+`) c`
+		args = append(args, boundArgs...)
 	}
-	args := append(append([]any{}, boundArgs...), boundArgs...)
+	args = append(args, boundArgs...)
 	args = append(args, maxTurns, budget, sessionID)
 	var rows []tailRow
 	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+tailSessionColumns+`, t.id AS m_id, t.run_id AS m_run_id,
- t.role AS m_role, t.content AS m_content, t.created_at AS m_created_at, c.total
- FROM chat_sessions s
- CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE `+where+`) c
+ t.role AS m_role, t.content AS m_content, t.created_at AS m_created_at, `+total+`
+ FROM chat_sessions s`+count+`
  LEFT JOIN (SELECT id, run_id, role, content, created_at, before FROM (
    SELECT id, run_id, role, content, created_at,
     SUM(`+length+`(content)) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - `+length+`(content) AS before
@@ -238,12 +243,11 @@ func (s *Store) chatTailSince(ctx context.Context, sessionID string, held chatTa
 	}
 	var rows []tailRow
 	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+tailSessionColumns+`, m.id AS m_id, m.run_id AS m_run_id,
- m.role AS m_role, m.content AS m_content, m.created_at AS m_created_at, c.total
+ m.role AS m_role, m.content AS m_content, m.created_at AS m_created_at, s.message_count AS total
  FROM chat_sessions s
- CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE chat_session_id = ?) c
  LEFT JOIN chat_messages m ON m.chat_session_id = s.id AND (m.created_at, m.id) > (?, ?)
  WHERE s.id = ? ORDER BY m.created_at, m.id LIMIT ?`),
-		sessionID, after.CreatedAt, after.ID, sessionID, chatTailNewLimit+1)
+		after.CreatedAt, after.ID, sessionID, chatTailNewLimit+1)
 	if err != nil {
 		return ChatSession{}, nil, 0, false, translate(err)
 	}

@@ -37,6 +37,9 @@ func TestChatTailHeldStaysTrue(t *testing.T) {
 			_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
  VALUES (?, ?, NULL, 'assistant', ?, ?)`), fmt.Sprintf("msg_%06d", next), "chat_r", content, createdAt)
 			require.NoError(t, err)
+			// That host counts it in, as every path that adds a turn does.
+			_, err = s.w.ExecContext(ctx, s.rebind(`UPDATE chat_sessions SET message_count = message_count + 1 WHERE id = ?`), "chat_r")
+			require.NoError(t, err)
 		}
 		const budget, maxTurns = 100, 12
 		for step := 0; step < 150; step++ {

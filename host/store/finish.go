@@ -102,7 +102,7 @@ func (s *Store) EnqueueTransition(ctx context.Context, r *core.Run, from []core.
 // session's last activity.
 const (
 	insertAssistantMessage = `INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`
-	touchChatSession       = `UPDATE chat_sessions SET updated_at = ? WHERE id = ?`
+	touchChatSession       = `UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`
 )
 
 // transitionReq is a status change as a write in the run's order.

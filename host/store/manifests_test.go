@@ -207,8 +207,10 @@ func TestDeltaManifestsMigrateDown(t *testing.T) {
 
 		latest, err := LatestVersion(s.Dialect())
 		require.NoError(t, err)
-		require.Equal(t, uint(7), latest, "this test is about schema 7's down migration")
-		require.NoError(t, s.MigrateDown())
+		require.GreaterOrEqual(t, latest, uint(7))
+		for v := latest; v > 6; v-- { // down through schema 7's migration
+			require.NoError(t, s.MigrateDown())
+		}
 		var rows []ManifestEntry
 		require.NoError(t, s.r.Select(&rows, s.rebind(`SELECT f.path, f.blob_sha256, b.size, f.mode FROM revision_files f
  JOIN blobs b ON b.sha256 = f.blob_sha256 WHERE f.revision_id = ? ORDER BY f.path`), "rev_child"))

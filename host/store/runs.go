@@ -157,11 +157,11 @@ func (s *Store) StartRun(ctx context.Context, r *core.Run, turn *core.ChatTurn, 
 		if turn != nil {
 			nowMS := now.UnixMilli()
 			if turn.NewSession {
-				if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at)
- VALUES (?, ?, ?, ?, ?, ?, ?)`), r.ChatSessionID, r.TenantID, r.AppID, r.UserID, turn.Title, nowMS, nowMS); err != nil {
+				if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at, message_count)
+ VALUES (?, ?, ?, ?, ?, ?, ?, 1)`), r.ChatSessionID, r.TenantID, r.AppID, r.UserID, turn.Title, nowMS, nowMS); err != nil {
 					return translate(err)
 				}
-			} else if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), nowMS, r.ChatSessionID); err != nil {
+			} else if _, err := tx.ExecContext(ctx, tx.Rebind(`UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`), nowMS, r.ChatSessionID); err != nil {
 				return translate(err)
 			}
 			if _, err := tx.ExecContext(ctx, tx.Rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
@@ -197,10 +197,10 @@ func (s *Store) startRunAtOnce(ctx context.Context, r *core.Run, turn *core.Chat
 	if turn != nil {
 		nowMS := env.TS.UnixMilli()
 		if turn.NewSession {
-			with = append(with, `INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+			with = append(with, `INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, ?, ?, ?, 1)`)
 			args = append(args, r.ChatSessionID, r.TenantID, r.AppID, r.UserID, turn.Title, nowMS, nowMS)
 		} else {
-			with = append(with, `UPDATE chat_sessions SET updated_at = ? WHERE id = ?`)
+			with = append(with, `UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`)
 			args = append(args, nowMS, r.ChatSessionID)
 		}
 		with = append(with, `INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`)
