@@ -79,8 +79,13 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 	if known != nil {
 		opts.Since = known.gen
 	}
+	// A warm sandbox's snapshot holds about the files the host knows.
 	var files []snapshotFile
 	shas := map[string]string{}
+	if known != nil {
+		files = make([]snapshotFile, 0, len(known.sha))
+		shas = make(map[string]string, len(known.sha))
+	}
 	gen, err := ref.client.SnapshotFrom(ctx, ref.id, opts, func(f sandbox.SnapshotFile) error {
 		switch {
 		case f.Unchanged:

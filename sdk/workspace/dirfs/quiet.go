@@ -211,7 +211,7 @@ func (f *FS) filesQuiet(ctx context.Context, rec *changeRecord, changed []string
 		entry   recordEntry
 		leftOut string
 	}
-	var kept []held
+	kept := make([]held, 0, len(rec.files))
 	for p, e := range rec.files {
 		if !isChanged(p) && !excluded(p) {
 			kept = append(kept, held{path: p, entry: e})
