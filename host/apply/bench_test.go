@@ -32,6 +32,23 @@ func benchDialects(b *testing.B, fn func(b *testing.B, s *store.Store)) {
 	})
 }
 
+// benchApp makes tenant t1 and its app app1 holding files, and returns
+// the app's first revision (its draft head).
+func benchApp(b *testing.B, s *store.Store, files []sandbox.File) store.Revision {
+	ctx := context.Background()
+	if err := s.EnsureTenant(ctx, "t1", "T"); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.CreateApp(ctx, store.App{ID: "app1", TenantID: "t1", Name: "big"}); err != nil {
+		b.Fatal(err)
+	}
+	base, _, err := s.CreateRevision(ctx, store.NewRevision{ID: "rev_base", AppID: "app1", Source: "upload", Files: files, AdvanceDraft: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return base
+}
+
 // app500 is a 500-file, 5 MB app of text lines; variant > 0 changes one line
 // of files first, first+1 and first+2.
 func app500(variant, first int) []sandbox.File {
@@ -56,16 +73,7 @@ func app500(variant, first int) []sandbox.File {
 func BenchmarkApplyResult500Files(b *testing.B) {
 	benchDialects(b, func(b *testing.B, s *store.Store) {
 		ctx := context.Background()
-		if err := s.EnsureTenant(ctx, "t1", "T"); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.CreateApp(ctx, store.App{ID: "app1", TenantID: "t1", Name: "big"}); err != nil {
-			b.Fatal(err)
-		}
-		base, _, err := s.CreateRevision(ctx, store.NewRevision{ID: "rev_base", AppID: "app1", Source: "upload", Files: app500(0, 0), AdvanceDraft: true})
-		if err != nil {
-			b.Fatal(err)
-		}
+		base := benchApp(b, s, app500(0, 0))
 		a := New(s)
 		results := make([][]sandbox.File, b.N)
 		for i := range results {
@@ -99,16 +107,7 @@ func BenchmarkApplyResult500Files(b *testing.B) {
 func BenchmarkMergeResult500Files(b *testing.B) {
 	benchDialects(b, func(b *testing.B, s *store.Store) {
 		ctx := context.Background()
-		if err := s.EnsureTenant(ctx, "t1", "T"); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.CreateApp(ctx, store.App{ID: "app1", TenantID: "t1", Name: "big"}); err != nil {
-			b.Fatal(err)
-		}
-		base, _, err := s.CreateRevision(ctx, store.NewRevision{ID: "rev_base", AppID: "app1", Source: "upload", Files: app500(0, 0), AdvanceDraft: true})
-		if err != nil {
-			b.Fatal(err)
-		}
+		base := benchApp(b, s, app500(0, 0))
 		a := New(s)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -142,17 +141,7 @@ func BenchmarkMergeResult500Files(b *testing.B) {
 func BenchmarkApplyResultOneChanged501(b *testing.B) {
 	benchDialects(b, func(b *testing.B, s *store.Store) {
 		ctx := context.Background()
-		if err := s.EnsureTenant(ctx, "t1", "T"); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.CreateApp(ctx, store.App{ID: "app1", TenantID: "t1", Name: "big"}); err != nil {
-			b.Fatal(err)
-		}
-		files := append(app500(0, 0), sandbox.File{Path: "src/counter.txt", Data: []byte("0\n")})
-		base, _, err := s.CreateRevision(ctx, store.NewRevision{ID: "rev_base", AppID: "app1", Source: "upload", Files: files, AdvanceDraft: true})
-		if err != nil {
-			b.Fatal(err)
-		}
+		base := benchApp(b, s, append(app500(0, 0), sandbox.File{Path: "src/counter.txt", Data: []byte("0\n")}))
 		manifest, err := s.RevisionManifest(ctx, base.ID)
 		if err != nil {
 			b.Fatal(err)
