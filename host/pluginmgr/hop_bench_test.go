@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func noopBinary(b *testing.B) string {
+func noopBinary(b testing.TB) string {
 	b.Helper()
 	noop.once.Do(func() { noop.dir, noop.err = testenv.BuildBinaries("host/internal/noopplugin/cmd/agenthost-noop") })
 	if noop.err != nil {

@@ -49,15 +49,37 @@ func (inst *instance) handle() Handle {
 	return Handle{Name: inst.cfg.Name, Generation: inst.gen, Exited: inst.exited, Capabilities: inst.info.Capabilities}
 }
 
+// killGrace bounds a plugin's graceful stop. go-plugin asks the plugin to
+// shut down over its connection and waits for the answer without a
+// deadline: a plugin that hangs (stopped, wedged) would hold the host's
+// shutdown, or a relaunch, forever.
+const killGrace = 5 * time.Second
+
 // kill ends the current process and everything left in its process group
 // (plugins also put their own children in groups of their own and tie them
-// to their lifetime).
+// to their lifetime). A plugin that has not stopped within killGrace is
+// killed outright, which ends go-plugin's wait.
 func (inst *instance) kill() {
 	c, pgid := inst.client, inst.pgid
 	if c == nil {
 		return
 	}
-	c.Kill()
+	done := make(chan struct{})
+	go func() {
+		c.Kill()
+		close(done)
+	}()
+	grace := time.NewTimer(killGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		if pgid <= 0 {
+			return // nothing to kill it with; go-plugin's wait goes on alone
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
 	if pgid > 0 {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
