@@ -207,9 +207,11 @@ func TestPluginCrashes(t *testing.T) {
 	})
 	t.Run("toolpack", func(t *testing.T) {
 		// Freeze the sandbox so the tool call is certainly in flight inside
-		// the toolpack when the toolpack dies.
+		// the toolpack when the toolpack dies. The engine calls the tool
+		// over and over: one call alone may be done before the freeze
+		// lands (and then none is ever in flight).
 		sandboxPID := pidOf(t, h, "local")
-		run := h.start(t, "say before\n"+`tool coding_agent_write_file {"path":"b.txt","content":"x"}`+"\nsay after")
+		run := h.start(t, "say before\n"+`tools 1000000 coding_agent_write_file {"path":"b.txt","content":"x"}`+"\nsay after")
 		h.waitEvent(t, run.ID, core.EventAssistantDelta)
 		require.NoError(t, syscall.Kill(sandboxPID, syscall.SIGSTOP))
 		thawed := false
@@ -234,9 +236,11 @@ func TestPluginCrashes(t *testing.T) {
 		// plugin dies: the call fails, the run fails as a sandbox crash,
 		// and the relaunched plugin (a new socket) serves the next run.
 		sandboxPID := pidOf(t, h, "local")
-		run := h.start(t, "say before\n"+`tool coding_agent_write_file {"path":"c.txt","content":"x"}`+"\nsay after")
+		run := h.start(t, "say before\n"+`tools 1000000 coding_agent_write_file {"path":"c.txt","content":"x"}`+"\nsay after")
 		h.waitEvent(t, run.ID, core.EventAssistantDelta)
 		require.NoError(t, syscall.Kill(sandboxPID, syscall.SIGSTOP))
+		// Never left frozen, should an assertion below fail first.
+		defer func() { _ = syscall.Kill(sandboxPID, syscall.SIGCONT) }()
 		require.Eventually(t, func() bool { return h.orch.ToolCallsInFlight(run.ID) == 1 }, 30*time.Second, 5*time.Millisecond)
 		require.NoError(t, syscall.Kill(sandboxPID, syscall.SIGKILL))
 		final := h.wait(t, run.ID)
