@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"unsafe"
 
 	"github.com/agenthost/agenthost/sdk/workspace/dirfs"
 	"golang.org/x/sys/unix"
@@ -159,14 +160,43 @@ func runHelper(argv []string) error {
 			return fmt.Errorf("setrlimit %d: %w", l.res, err)
 		}
 	}
-	args := append([]string{p.bwrap}, p.args...)
-	env := os.Environ()
-	// Address space last: the Go runtime of this helper may still need to
-	// map memory above the limit until exec replaces it.
+	// Go raised this process's soft limit on open files to the hard one;
+	// syscall.Exec would put back the one it started with, which the raw
+	// exec below cannot know. Commands start from the usual 1024 (or the
+	// hard limit, when lower) and may raise it themselves.
+	var nofile unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile); err == nil && nofile.Cur > defaultOpenFiles {
+		nofile.Cur = min(defaultOpenFiles, nofile.Max)
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile); err != nil {
+			return fmt.Errorf("setrlimit NOFILE: %w", err)
+		}
+	}
+	// Everything exec needs is made before the address-space limit, which
+	// goes last and is followed by no allocation: this Go process may be
+	// over the limit already, and a heap growth then aborts it ("runtime:
+	// cannot allocate memory", seen inside syscall.Exec).
+	path, err := syscall.BytePtrFromString(p.bwrap)
+	if err != nil {
+		return err
+	}
+	argvp, err := syscall.SlicePtrFromStrings(append([]string{p.bwrap}, p.args...))
+	if err != nil {
+		return err
+	}
+	envvp, err := syscall.SlicePtrFromStrings(os.Environ())
+	if err != nil {
+		return err
+	}
+	addressSpace := &unix.Rlimit{Cur: p.memory, Max: p.memory}
 	if p.memory > 0 {
-		if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: p.memory, Max: p.memory}); err != nil {
+		if err := unix.Setrlimit(unix.RLIMIT_AS, addressSpace); err != nil {
 			return fmt.Errorf("setrlimit AS: %w", err)
 		}
 	}
-	return fmt.Errorf("exec %s: %w", p.bwrap, syscall.Exec(p.bwrap, args, env))
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(path)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envvp[0])))
+	return fmt.Errorf("exec %s: %w", p.bwrap, errno)
 }
+
+// defaultOpenFiles is the soft limit on open files a command starts with.
+const defaultOpenFiles = 1024
