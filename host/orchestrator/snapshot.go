@@ -80,12 +80,11 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 		opts.Since = known.gen
 	}
 	// A warm sandbox's snapshot holds about the files the host knows.
-	var files []snapshotFile
-	shas := map[string]string{}
+	size := 0
 	if known != nil {
-		files = make([]snapshotFile, 0, len(known.sha))
-		shas = make(map[string]string, len(known.sha))
+		size = len(known.sha)
 	}
+	files, shas := make([]snapshotFile, 0, size), make(map[string]string, size)
 	gen, err := ref.client.SnapshotFrom(ctx, ref.id, opts, func(f sandbox.SnapshotFile) error {
 		switch {
 		case f.Unchanged:

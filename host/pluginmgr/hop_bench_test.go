@@ -15,8 +15,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// noop is the no-op plugin binary, built on first use (only the floor
-// benchmark needs it) and removed by TestMain.
+// noop is the no-op plugin binary, built on first use (by the floor
+// benchmark and TestKillFrozenPlugin) and removed by TestMain.
 var noop struct {
 	once sync.Once
 	dir  string

@@ -178,20 +178,20 @@ func (s *Store) readTail(ctx context.Context, sessionID string, budget, maxTurns
 	where, boundArgs := "chat_session_id = ?", []any{sessionID}
 	// The whole chat's length is the session's count; only the turns
 	// before a bound are counted.
-	total, count := `s.message_count AS total`, ``
+	totalColumn, countJoin := `s.message_count AS total`, ``
 	var args []any
 	if bound != nil {
 		where += " AND (created_at, id) < (?, ?)"
 		boundArgs = append(boundArgs, bound.CreatedAt, bound.ID)
-		total, count = `c.total`, ` CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE `+where+`) c`
+		totalColumn, countJoin = `c.total`, ` CROSS JOIN (SELECT count(*) AS total FROM chat_messages WHERE `+where+`) c`
 		args = append(args, boundArgs...)
 	}
 	args = append(args, boundArgs...)
 	args = append(args, maxTurns, budget, sessionID)
 	var rows []tailRow
 	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+tailSessionColumns+`, t.id AS m_id, t.run_id AS m_run_id,
- t.role AS m_role, t.content AS m_content, t.created_at AS m_created_at, `+total+`
- FROM chat_sessions s`+count+`
+ t.role AS m_role, t.content AS m_content, t.created_at AS m_created_at, `+totalColumn+`
+ FROM chat_sessions s`+countJoin+`
  LEFT JOIN (SELECT id, run_id, role, content, created_at, before FROM (
    SELECT id, run_id, role, content, created_at,
     SUM(`+length+`(content)) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - `+length+`(content) AS before
