@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"testing"
 
@@ -49,6 +50,12 @@ func (e *env) mockTurn(appID, chatID, prompt string) turnOut {
 		}
 		return false
 	})
+	// The stream ends after the terminal event (nothing follows it): read
+	// to its end, which also lets the client's connection serve the next
+	// request, as a browser's would, instead of dialling a new one.
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	require.Empty(e.t, rest, "the stream went on after its terminal event")
 	for _, f := range frames {
 		switch f.Event {
 		case "run.status":
