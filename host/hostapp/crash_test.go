@@ -3,6 +3,9 @@ package hostapp_test
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,7 @@ import (
 	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/hashicorp/go-hclog"
+	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,8 +42,19 @@ func TestSIGKILLLosesNoCommittedEvent(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			dataDir := t.TempDir()
 			dbURL := filepath.Join(dataDir, "agenthost.db")
+			app := ""
 			if dialect == "postgres" {
-				dbURL = testenv.PostgresURL(t)
+				// The dead host's connections are found by name (see
+				// awaitBackendsGone).
+				var b [6]byte
+				_, _ = rand.Read(b[:])
+				app = "crashhost-" + hex.EncodeToString(b[:])
+				u, err := url.Parse(testenv.PostgresURL(t))
+				require.NoError(t, err)
+				q := u.Query()
+				q.Set("application_name", app)
+				u.RawQuery = q.Encode()
+				dbURL = u.String()
 			}
 			const runs = 5
 			cmd := exec.Command(filepath.Join(binDir, "crashhost"), dbURL, dataDir, binDir, testenv.PluginConfigDir(t, "mock", "local"), strconv.Itoa(runs))
@@ -77,6 +92,9 @@ func TestSIGKILLLosesNoCommittedEvent(t *testing.T) {
 				}
 			}
 			require.Len(t, acked, runs, "every run streamed")
+			if app != "" {
+				awaitBackendsGone(t, app)
+			}
 
 			ctx := context.Background()
 			st, err := store.Open(ctx, dbURL, dataDir)
@@ -122,5 +140,29 @@ func TestSIGKILLLosesNoCommittedEvent(t *testing.T) {
 				return strings.TrimSpace(string(out)) == ""
 			}, 10*time.Second, 50*time.Millisecond, "plugin processes outlived the killed host")
 		})
+	}
+}
+
+// awaitBackendsGone waits until PostgreSQL has no connection left named
+// app. A statement the host sent just before it was killed still runs on
+// its server process, and one that is its own transaction commits there;
+// the process ends only when it finds its client gone. Until then the log
+// may still grow, and the checks after a crash would read it too early.
+func awaitBackendsGone(t *testing.T, app string) {
+	t.Helper()
+	admin, err := sqlx.Open("postgres", os.Getenv("TEST_DATABASE_URL"))
+	require.NoError(t, err)
+	defer admin.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		require.NoError(t, admin.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app))
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections of the killed host are still open", n)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server's view; no event to wait on
 	}
 }
