@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -34,8 +35,11 @@ type appendReq struct {
 	// tail, when set, runs in the same transaction as the event, after
 	// it: what must be durable exactly when the event is (FinishRun). An
 	// error from it fails the whole batch; a refusal it can live with
-	// goes into its result instead.
-	tail func(ctx context.Context, tx *sqlx.Tx, env core.Envelope) (any, error)
+	// goes into its result instead. On PostgreSQL a batch with one tail
+	// and only its run's events has no transaction: q is the database,
+	// and in carries the events' insert for the tail to make part of its
+	// own statement (writeFolded); otherwise in is nil.
+	tail func(ctx context.Context, q sqlx.ExtContext, env core.Envelope, in *foldedInsert) (any, error)
 	// reread, with a tail, gives the tail's outcome from what is stored:
 	// for a batch whose commit was reported failed but happened.
 	reread func(ctx context.Context) (any, error)
@@ -86,6 +90,10 @@ type eventWriter struct {
 	// a terminal event, which its caller sends after learning of the
 	// failure, clears it. Touched by the writer's goroutine only.
 	broken map[string]error
+
+	// folded counts the batches written as one statement (writeFolded),
+	// for the tests that check a turn's batches take that path.
+	folded atomic.Int64
 
 	// loseAnswer, set by tests only, makes a committed batch look failed
 	// the way a connection lost right after COMMIT does (true: lose this
@@ -336,7 +344,7 @@ func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core
 			if r.tail == nil {
 				continue
 			}
-			out, err := r.tail(ctx, tx, envs[i])
+			out, err := r.tail(ctx, tx, envs[i], nil)
 			if err != nil {
 				return err
 			}

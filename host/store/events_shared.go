@@ -39,6 +39,9 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 	if !withTail {
 		return insert(w.s.w)
 	}
+	if i, ok := w.foldable(batch, events); ok {
+		return w.writeFolded(ctx, batch[i], envs[i], events, &tails[i], lost)
+	}
 	return w.s.tx(ctx, func(tx *sqlx.Tx) error {
 		if err := insert(tx); err != nil {
 			return err
@@ -47,7 +50,7 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 			if r.tail == nil || lost[r.run.ID] {
 				continue
 			}
-			out, err := r.tail(ctx, tx, envs[i])
+			out, err := r.tail(ctx, tx, envs[i], nil)
 			if err != nil {
 				return err
 			}
@@ -55,6 +58,108 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 		}
 		return nil
 	})
+}
+
+// foldable tells whether the batch can be written as one statement
+// without a transaction around it (writeFolded), and which request has
+// its tail: one tail, and no event of another run (an event alone
+// commits alone; the tail writes one run). This is a chat turn's usual
+// batch: a run's status change or its end with the events before it.
+func (w *eventWriter) foldable(batch []*appendReq, events []core.Envelope) (int, bool) {
+	at := -1
+	for i, r := range batch {
+		if r.tail == nil {
+			continue
+		}
+		if at >= 0 {
+			return 0, false
+		}
+		at = i
+	}
+	if at < 0 || len(events) > w.s.rowsPerInsert(6) {
+		return 0, false
+	}
+	for _, e := range events {
+		if e.RunID != batch[at].run.ID {
+			return 0, false
+		}
+	}
+	return at, true
+}
+
+// writeFolded writes a foldable batch (see foldable): the events' fenced
+// insert goes into the tail's own statement as WITH clauses, so a status
+// change or a run's end with its last events costs one round trip
+// instead of four (BEGIN, insert, tail, COMMIT), which matters most when
+// the database is across a network from the hosts.
+func (w *eventWriter) writeFolded(ctx context.Context, r *appendReq, env core.Envelope, events []core.Envelope, tail *any, lost map[string]bool) error {
+	in := &foldedInsert{}
+	if len(events) > 0 {
+		in.ctes, in.args = w.s.fencedInsert(events, true)
+		in.first = events[0]
+	}
+	out, err := r.tail(ctx, w.s.w, env, in)
+	if err != nil {
+		return err
+	}
+	if in.lost {
+		if w.s.owner == "" {
+			return fmt.Errorf("append events: the %d events of run %s were not written", len(events), r.run.ID)
+		}
+		lost[r.run.ID] = true
+		return nil
+	}
+	*tail = out
+	w.folded.Add(1)
+	return nil
+}
+
+// foldedInsert is a batch's fenced insert of its events, handed to the
+// batch's one tail to run as WITH clauses of the tail's own statement
+// (writeFolded). With no events, ctes is empty and the tail's statement
+// is all there is. The tail sets lost when the fence left the events out
+// (the run is another host's now); it then writes nothing either.
+type foldedInsert struct {
+	// ctes are the clauses (without WITH): v, n, live and ins, whose
+	// rows are the events written (see fencedInsert); args their ?
+	// arguments, in order.
+	ctes string
+	args []any
+	// first is the batch's first event: when the tail's statement
+	// returns nothing, whether it is in the log tells a refused change
+	// (events written) from a fenced-off run (nothing written).
+	first core.Envelope
+	lost  bool
+}
+
+// has tells whether the statement inserts events.
+func (in *foldedInsert) has() bool { return in != nil && in.ctes != "" }
+
+// with joins the insert's clauses and the tail's own WITH clause (empty,
+// or "WITH …" with a trailing space) into one.
+func (in *foldedInsert) with(own string) string {
+	if !in.has() {
+		return own
+	}
+	if own == "" {
+		return "WITH " + in.ctes + " "
+	}
+	return "WITH " + in.ctes + ", " + strings.TrimPrefix(own, "WITH ")
+}
+
+// written tells, after a folded statement that wrote none of the tail's
+// rows, whether its events are in the log: the first one as this batch
+// wrote it (the run's new owner may have logged its own under that seq).
+func (s *Store) written(ctx context.Context, q sqlx.QueryerContext, in *foldedInsert) (bool, error) {
+	if !in.has() {
+		return true, nil
+	}
+	var rows []eventRow
+	e := in.first
+	if err := sqlx.SelectContext(ctx, q, &rows, s.rebind(`SELECT run_id, seq, type, payload, diagnostics, ts FROM run_events WHERE run_id = ? AND seq = ?`), e.RunID, e.Seq); err != nil {
+		return false, translate(err)
+	}
+	return len(rows) == 1 && rows[0].Type == string(e.Event) && rows[0].TS == e.TS.UnixMilli() && rows[0].Payload == string(e.Payload), nil
 }
 
 // insertFenced writes chunk in one statement (see writeShared) and adds to
@@ -68,33 +173,9 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 // the transaction that moves the runs, so it waits for this commit, and a
 // commit after it finds the row (or the run) gone and writes nothing.
 func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk []core.Envelope, lost map[string]bool) error {
-	cols := eventColumns(chunk)
-	notes := eventNotes(s.owner, chunk)
-	noteRuns, noteTexts := make([]string, len(notes)), make([]string, len(notes))
-	for i, n := range notes {
-		noteRuns[i], noteTexts[i] = n.run, n.note
-	}
-	args := []any{pq.Array(cols.runs), pq.Array(cols.seqs), pq.Array(cols.types), pq.Array(cols.payloads), pq.Array(cols.diags), pq.Array(cols.ts),
-		pq.Array(noteRuns), pq.Array(noteTexts)}
-	where := ``
-	if s.owner != "" {
-		// Each event's run is looked up by its key: a LATERAL subquery
-		// with LIMIT stays a per-row index probe. Written as IN (SELECT
-		// … id = ANY($1)) or a join, PostgreSQL may plan a scan of
-		// runs, and keeps that plan for the prepared statement while the
-		// table grows (seen: 21 ms per commit at 800 runs, and every
-		// turn slower as a host's history grew).
-		where = ` JOIN LATERAL (SELECT r.owner FROM runs r WHERE r.id = v.run_id LIMIT 1) o ON o.owner = $9 WHERE EXISTS (SELECT 1 FROM live)`
-		args = append(args, s.owner)
-	}
-	query := `WITH v AS (SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[])
- AS v (run_id, seq, type, payload, diagnostics, ts)),
- n AS (SELECT * FROM unnest($7::text[], $8::text[]) AS n (run_id, note))`
-	if s.owner != "" {
-		query += `, live AS (SELECT 1 FROM hosts WHERE lease_key = $9 FOR KEY SHARE)`
-	}
-	query += `, ins AS (INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) SELECT v.run_id, v.seq, v.type, v.payload, v.diagnostics, v.ts FROM v` + where + ` RETURNING run_id)
- SELECT n.run_id, pg_notify('` + EventsChannel + `', n.note) IS NULL FROM n WHERE n.run_id IN (SELECT run_id FROM ins)`
+	ctes, args := s.fencedInsert(chunk, false)
+	query := s.rebind(`WITH ` + ctes + `
+ SELECT n.run_id, pg_notify('` + EventsChannel + `', n.note) IS NULL FROM n WHERE n.run_id IN (SELECT run_id FROM ins)`)
 	rows, err := q.QueryxContext(ctx, query, args...)
 	if err != nil {
 		return translate(err)
@@ -123,6 +204,52 @@ func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk [
 	return nil
 }
 
+// fencedInsert is the fenced insert of chunk as WITH clauses (without
+// WITH) and their ? arguments: v, the events; n, each run's notification
+// (eventNotes) with its newest seq; live, this host's row, share-locked;
+// ins, the insert of the events whose runs this host still owns,
+// returning their run_id. With notifyInline, ins itself sends each run's
+// notification as it writes the run's newest event (a statement whose
+// main part is another write has no SELECT of its own to do it).
+//
+// The rows go in as one array per column (unnest): the statement's text
+// and plan do not grow with the batch, which a VALUES list made PostgreSQL
+// parse and plan anew for every commit. The fence is the host's own row in
+// hosts, share-locked for the statement: a takeover deletes that row in
+// the transaction that moves the runs, so it waits for this commit, and a
+// commit after it finds the row (or the run) gone and writes nothing.
+func (s *Store) fencedInsert(chunk []core.Envelope, notifyInline bool) (string, []any) {
+	cols := eventColumns(chunk)
+	notes := eventNotes(s.owner, chunk)
+	noteRuns, noteSeqs, noteTexts := make([]string, len(notes)), make([]int64, len(notes)), make([]string, len(notes))
+	for i, n := range notes {
+		noteRuns[i], noteSeqs[i], noteTexts[i] = n.run, n.seq, n.note
+	}
+	args := []any{pq.Array(cols.runs), pq.Array(cols.seqs), pq.Array(cols.types), pq.Array(cols.payloads), pq.Array(cols.diags), pq.Array(cols.ts),
+		pq.Array(noteRuns), pq.Array(noteSeqs), pq.Array(noteTexts)}
+	ctes := `v AS (SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::bigint[])
+ AS v (run_id, seq, type, payload, diagnostics, ts)),
+ n AS (SELECT * FROM unnest(?::text[], ?::bigint[], ?::text[]) AS n (run_id, seq, note))`
+	where := ``
+	if s.owner != "" {
+		// Each event's run is looked up by its key: a LATERAL subquery
+		// with LIMIT stays a per-row index probe. Written as IN (SELECT
+		// … id = ANY(…)) or a join, PostgreSQL may plan a scan of
+		// runs, and keeps that plan for the prepared statement while the
+		// table grows (seen: 21 ms per commit at 800 runs, and every
+		// turn slower as a host's history grew).
+		ctes += `, live AS (SELECT 1 FROM hosts WHERE lease_key = ? FOR KEY SHARE)`
+		where = ` JOIN LATERAL (SELECT r.owner FROM runs r WHERE r.id = v.run_id LIMIT 1) o ON o.owner = ? WHERE EXISTS (SELECT 1 FROM live)`
+		args = append(args, s.owner, s.owner)
+	}
+	returning := `run_id`
+	if notifyInline {
+		returning += `, (SELECT pg_notify('` + EventsChannel + `', n.note) FROM n WHERE n.run_id = run_events.run_id AND n.seq = run_events.seq) IS NULL AS quiet`
+	}
+	ctes += `, ins AS (INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) SELECT v.run_id, v.seq, v.type, v.payload, v.diagnostics, v.ts FROM v` + where + ` RETURNING ` + returning + `)`
+	return ctes, args
+}
+
 // eventCols are a batch of events as one slice per column.
 type eventCols struct {
 	runs, types, payloads []string
@@ -149,8 +276,12 @@ func eventColumns(chunk []core.Envelope) eventCols {
 // bare hint, and other hosts read it from the log.
 const maxNote = 1024
 
-// runNote is the notification of one run's events in a commit.
-type runNote struct{ run, note string }
+// runNote is the notification of one run's events in a commit, and the
+// newest seq it announces.
+type runNote struct {
+	run, note string
+	seq       int64
+}
 
 // eventNotes are the notifications of chunk's events, one per run, in
 // order of first appearance. A note reads
@@ -177,7 +308,7 @@ func eventNotes(sender string, chunk []core.Envelope) []runNote {
 		if body, err := json.Marshal(evs); err == nil && len(head)+1+len(body) <= maxNote {
 			note = head + "\n" + string(body)
 		}
-		notes[i] = runNote{run: run, note: note}
+		notes[i] = runNote{run: run, note: note, seq: evs[len(evs)-1].Seq}
 	}
 	return notes
 }

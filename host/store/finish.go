@@ -22,27 +22,32 @@ func (s *Store) FinishRun(ctx context.Context, r *core.Run, from []core.RunStatu
 		run     *core.Run
 		refused error
 	}
-	res, err := s.appendWait(ctx, &appendReq{run: r, ev: terminal, tail: func(ctx context.Context, tx *sqlx.Tx, env core.Envelope) (any, error) {
+	res, err := s.appendWait(ctx, &appendReq{run: r, ev: terminal, tail: func(ctx context.Context, q sqlx.ExtContext, env core.Envelope, in *foldedInsert) (any, error) {
 		var with string
 		var withArgs []any
 		if turn != nil && r.ChatSessionID != "" {
 			now := env.TS.UnixMilli()
 			withArgs = []any{turn.MessageID, r.ChatSessionID, r.ID, "assistant", turn.Content, now, now, r.ChatSessionID}
-			if s.dialect == Postgres {
+			switch {
+			case in.has():
+				// In the statement that logs the events, and only if it
+				// did: a run fenced off writes nothing.
+				with = `WITH message AS (` + insertAssistantMessageIfLogged + `), session AS (` + touchChatSessionIfLogged + `) `
+			case s.dialect == Postgres:
 				// One statement with the run's change: every round trip
 				// inside the log's transaction holds up the whole batch.
 				with = `WITH message AS (` + insertAssistantMessage + `), session AS (` + touchChatSession + `) `
-			} else {
-				if _, err := tx.ExecContext(ctx, tx.Rebind(insertAssistantMessage), withArgs[:6]...); err != nil {
+			default:
+				if _, err := q.ExecContext(ctx, q.Rebind(insertAssistantMessage), withArgs[:6]...); err != nil {
 					return nil, translate(err)
 				}
-				if _, err := tx.ExecContext(ctx, tx.Rebind(touchChatSession), withArgs[6:]...); err != nil {
+				if _, err := q.ExecContext(ctx, q.Rebind(touchChatSession), withArgs[6:]...); err != nil {
 					return nil, translate(err)
 				}
 				withArgs = nil
 			}
 		}
-		updated, err := s.transitionRunWith(ctx, tx, r, from, with, withArgs)
+		updated, err := s.transitionRunWith(ctx, q, r, from, with, withArgs, in)
 		if refusal(err) {
 			return finished{refused: err}, nil
 		}
@@ -103,18 +108,24 @@ func (s *Store) EnqueueTransition(ctx context.Context, r *core.Run, from []core.
 const (
 	insertAssistantMessage = `INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`
 	touchChatSession       = `UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`
+	// The same two as WITH clauses of the statement that logs the run's
+	// events (writeFolded), written only when the events were: ins is
+	// that statement's insert.
+	insertAssistantMessageIfLogged = `INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
+ SELECT ?::text, ?::text, ?::text, ?::text, ?::text, ?::bigint WHERE EXISTS (SELECT 1 FROM ins)`
+	touchChatSessionIfLogged = `UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ? AND EXISTS (SELECT 1 FROM ins)`
 )
 
 // transitionReq is a status change as a write in the run's order.
 func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
 	req := &appendReq{run: r}
-	req.tail = func(ctx context.Context, tx *sqlx.Tx, _ core.Envelope) (any, error) {
-		updated, err := s.transitionRun(ctx, tx, r, from)
+	req.tail = func(ctx context.Context, q sqlx.ExtContext, _ core.Envelope, in *foldedInsert) (any, error) {
+		updated, err := s.transitionRunWith(ctx, q, r, from, "", nil, in)
 		if refusal(err) && req.retried {
 			// A batch of status changes alone has no event whose seq
 			// would show that an earlier try committed: a refusal now
 			// may be that try's own change, found in place.
-			if stored, gerr := s.getRun(ctx, tx, r.ID); gerr == nil && stored.Status == r.Status {
+			if stored, gerr := s.getRun(ctx, q, r.ID); gerr == nil && stored.Status == r.Status {
 				return stored, nil
 			}
 		}
