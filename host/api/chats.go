@@ -86,16 +86,44 @@ func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal
 }
 
 // chatWithTail is chatSession with the tail of its history a run carries
-// (store.ChatSessionTail), read together.
-func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int) (store.ChatSession, []store.ChatMessage, int, error) {
+// (store.ChatSessionTail), read together, or taken from read when the
+// caller started that read already.
+func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int, read <-chan chatTail) (store.ChatSession, []store.ChatMessage, int, error) {
 	if !validID(id) {
 		return store.ChatSession{}, nil, 0, chatNotFound(id)
 	}
-	cs, tail, older, err := s.deps.Store.ChatSessionTail(ctx, id, budget, historyMaxMessages())
+	var t chatTail
+	if read != nil {
+		t = <-read // read ahead by createRun
+	} else {
+		t = s.readChatTail(ctx, id, budget)
+	}
+	cs, tail, older, err := t.session, t.turns, t.older, t.err
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !ownsChat(cs, a, p)) {
 		return store.ChatSession{}, nil, 0, chatNotFound(id)
 	}
 	return cs, tail, older, err
+}
+
+// chatTail is a chat session read with the tail of its turns
+// (store.ChatSessionTail), unchecked: chatWithTail checks it is the
+// caller's.
+type chatTail struct {
+	session store.ChatSession
+	turns   []store.ChatMessage
+	older   int
+	err     error
+}
+
+// readChatTail reads session id and the tail of its turns that budget
+// holds. A malformed id is read as no session at all.
+func (s *Server) readChatTail(ctx context.Context, id string, budget int) chatTail {
+	if !validID(id) {
+		return chatTail{err: store.ErrNotFound}
+	}
+	var t chatTail
+	t.session, t.turns, t.older, t.err = s.deps.Store.ChatSessionTail(ctx, id, budget, historyMaxMessages())
+	return t
 }
 
 // ownsChat reports whether a session is of the app and the caller's.

@@ -116,6 +116,17 @@ func (s *Server) createRun(c *gin.Context) {
 	if !validID(eng) {
 		bindingsOf = ""
 	}
+	older, budget := 0, messageBudget()
+	// On PostgreSQL a chat's tail is read while the app is: the reads do
+	// not depend on each other, and each is a round trip to a database
+	// that may be across a network from this host. The tail is used only
+	// once the request has passed every check below.
+	var tailRead <-chan chatTail
+	if bindErr == nil && req.ChatSessionID != "" && s.deps.Store.Dialect() == store.Postgres {
+		read := make(chan chatTail, 1)
+		go func() { read <- s.readChatTail(ctx, req.ChatSessionID, budget) }()
+		tailRead = read
+	}
 	a, defaultModel, defaultEngineModelID, err := s.deps.Store.AppForRun(ctx, appID, p.TenantID, bindingsOf)
 	if err == nil && a.TenantID != p.TenantID {
 		err = core.Errf(core.CodeNotFound, "", "app %s not found", appID)
@@ -194,11 +205,10 @@ func (s *Server) createRun(c *gin.Context) {
 	// has no turns to read yet.
 	var chat store.ChatSession
 	var turns []store.ChatMessage
-	older, budget := 0, messageBudget()
 	if req.ChatSessionID != "" {
 		// Only the turns the history budget can hold are read: a long chat
 		// costs a run no more than a short one.
-		if chat, turns, older, err = s.chatWithTail(ctx, a, p, req.ChatSessionID, budget); err != nil {
+		if chat, turns, older, err = s.chatWithTail(ctx, a, p, req.ChatSessionID, budget, tailRead); err != nil {
 			_ = c.Error(err)
 			return
 		}
