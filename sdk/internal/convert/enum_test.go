@@ -42,6 +42,36 @@ func TestEnum(t *testing.T) {
 	}
 }
 
+// A set too big to scan (over smallEnum values) follows the same rule
+// through its map.
+func TestBigEnum(t *testing.T) {
+	values := map[testEnum]string{}
+	for i := 1; i <= smallEnum+2; i++ {
+		values[testEnum(i)] = string(rune('a' + i))
+	}
+	m := NewEnum(values)
+	assert.Nil(t, m.small)
+	for e, s := range values {
+		assert.Equal(t, e, m.ToProto(s))
+		assert.Equal(t, s, m.FromProto(e, ""))
+	}
+	assert.Equal(t, testEnum(0), m.ToProto("zz"))
+}
+
+// BenchmarkEnumToProto: the conversion a run's request makes for each
+// message of its history.
+func BenchmarkEnumToProto(b *testing.B) {
+	m := NewEnum(map[testEnum]string{1: "system", 2: "user", 3: "assistant"})
+	roles := []string{"user", "assistant", "system", "tool"}
+	var sum testEnum
+	for i := 0; b.Loop(); i++ {
+		sum += m.ToProto(roles[i%len(roles)])
+	}
+	if sum == 0 {
+		b.Fatal("no role converted")
+	}
+}
+
 // A table that gives the zero value or the empty string a meaning, or
 // names a string twice, is a programming error caught when it is built.
 func TestNewEnumRefusesBadTables(t *testing.T) {
