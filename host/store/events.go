@@ -261,11 +261,11 @@ func (w *eventWriter) committedBefore(ctx context.Context, batch []*appendReq, e
 	}
 	found := map[string]bool{}
 	for run, e := range first {
-		var rows []eventRow
-		if err := w.s.w.SelectContext(ctx, &rows, w.s.rebind(`SELECT run_id, seq, type, payload, diagnostics, ts FROM run_events WHERE run_id = ? AND seq = ?`), run, e.Seq); err != nil {
-			return false, translate(err)
+		ok, err := w.s.logs(ctx, w.s.w, e)
+		if err != nil {
+			return false, err
 		}
-		if len(rows) == 1 && rows[0].Type == string(e.Event) && rows[0].TS == e.TS.UnixMilli() && rows[0].Payload == string(e.Payload) {
+		if ok {
 			found[run] = true
 		}
 	}
@@ -288,6 +288,17 @@ func (w *eventWriter) committedBefore(ctx context.Context, batch []*appendReq, e
 		}
 	}
 	return true, nil
+}
+
+// logs tells whether the log holds e as it was written: its run's event
+// at its seq with its type, time and payload (the run's new owner may have
+// logged its own under that seq).
+func (s *Store) logs(ctx context.Context, q sqlx.QueryerContext, e core.Envelope) (bool, error) {
+	var rows []eventRow
+	if err := sqlx.SelectContext(ctx, q, &rows, s.rebind(`SELECT run_id, seq, type, payload, diagnostics, ts FROM run_events WHERE run_id = ? AND seq = ?`), e.RunID, e.Seq); err != nil {
+		return false, translate(err)
+	}
+	return len(rows) == 1 && rows[0].Type == string(e.Event) && rows[0].TS == e.TS.UnixMilli() && rows[0].Payload == string(e.Payload), nil
 }
 
 // dropBroken fails the requests of runs whose earlier event did not

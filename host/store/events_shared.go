@@ -148,18 +148,12 @@ func (in *foldedInsert) with(own string) string {
 }
 
 // written tells, after a folded statement that wrote none of the tail's
-// rows, whether its events are in the log: the first one as this batch
-// wrote it (the run's new owner may have logged its own under that seq).
+// rows, whether its events are in the log (see logs).
 func (s *Store) written(ctx context.Context, q sqlx.QueryerContext, in *foldedInsert) (bool, error) {
 	if !in.has() {
 		return true, nil
 	}
-	var rows []eventRow
-	e := in.first
-	if err := sqlx.SelectContext(ctx, q, &rows, s.rebind(`SELECT run_id, seq, type, payload, diagnostics, ts FROM run_events WHERE run_id = ? AND seq = ?`), e.RunID, e.Seq); err != nil {
-		return false, translate(err)
-	}
-	return len(rows) == 1 && rows[0].Type == string(e.Event) && rows[0].TS == e.TS.UnixMilli() && rows[0].Payload == string(e.Payload), nil
+	return s.logs(ctx, q, in.first)
 }
 
 // insertFenced writes chunk in one statement (see writeShared) and adds to
