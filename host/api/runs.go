@@ -124,7 +124,15 @@ func (s *Server) createRun(c *gin.Context) {
 	var tailRead <-chan chatTail
 	if bindErr == nil && req.ChatSessionID != "" && s.deps.Store.Dialect() == store.Postgres {
 		read := make(chan chatTail, 1)
-		go func() { read <- s.readChatTail(ctx, req.ChatSessionID, budget) }()
+		// Not cancelled when the request ends: a request refused before
+		// it takes the tail (an unknown app, say) would otherwise cancel
+		// the read in flight, and lib/pq closes a connection whose query
+		// was cancelled. The bound is for a database that stops answering.
+		readCtx, cancelRead := context.WithTimeout(context.WithoutCancel(ctx), chatTailReadTimeout)
+		go func() {
+			defer cancelRead()
+			read <- s.readChatTail(readCtx, req.ChatSessionID, budget)
+		}()
 		tailRead = read
 	}
 	a, defaultModel, defaultEngineModelID, err := s.deps.Store.AppForRun(ctx, appID, p.TenantID, bindingsOf)
@@ -276,6 +284,9 @@ func (s *Server) createRun(c *gin.Context) {
 	}
 	c.JSON(http.StatusCreated, runOut(run))
 }
+
+// chatTailReadTimeout bounds the chat tail read createRun starts ahead.
+const chatTailReadTimeout = 30 * time.Second
 
 // restoreNote is the system message that tells a run a checkpoint was
 // restored since the conversation's last run.
