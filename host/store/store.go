@@ -68,6 +68,9 @@ type Store struct {
 	owner string
 	// outage tracks writes failing for reasons that may clear (outage.go).
 	outage *outage
+	// ckpt copies SQLite's WAL into the database file off the writer
+	// (checkpoint.go); nil on PostgreSQL and for OpenNoMigrate.
+	ckpt *checkpointer
 }
 
 // ErrConflict is returned (wrapped) when a write collides with existing data
@@ -92,6 +95,10 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	if err := s.sweepOrphanChunks(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sweep orphaned content chunks: %w", err)
+	}
+	if s.ckpt, err = s.startCheckpointer(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("start the WAL checkpointer: %w", err)
 	}
 	s.events = newEventLanes(s)
 	return s, nil
@@ -273,7 +280,8 @@ func (s *Store) Close() error {
 	for _, w := range s.events {
 		w.close()
 	}
-	err := s.w.Close()
+	err := s.ckpt.close()
+	err = errors.Join(err, s.w.Close())
 	for _, db := range []*sqlx.DB{s.r, s.lease} {
 		if db != s.w {
 			err = errors.Join(err, db.Close())
