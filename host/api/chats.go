@@ -89,9 +89,6 @@ func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal
 // (store.ChatSessionTail), read together, or taken from read when the
 // caller started that read already.
 func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int, read <-chan chatTail) (store.ChatSession, []store.ChatMessage, int, error) {
-	if !validID(id) {
-		return store.ChatSession{}, nil, 0, chatNotFound(id)
-	}
 	var t chatTail
 	if read != nil {
 		t = <-read // read ahead by createRun

@@ -66,8 +66,8 @@ func (c *checkpointer) loop() {
 	}
 }
 
-// close stops the checkpointer. The last connection to close checkpoints
-// the whole WAL (SQLite does so itself).
+// close stops the checkpointer. What the WAL still holds stays there,
+// read from it until the next store's checkpointer copies it.
 func (c *checkpointer) close() error {
 	if c == nil {
 		return nil

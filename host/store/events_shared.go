@@ -147,25 +147,10 @@ func (in *foldedInsert) with(own string) string {
 	return "WITH " + in.ctes + ", " + strings.TrimPrefix(own, "WITH ")
 }
 
-// written tells, after a folded statement that wrote none of the tail's
-// rows, whether its events are in the log (see logs).
-func (s *Store) written(ctx context.Context, q sqlx.QueryerContext, in *foldedInsert) (bool, error) {
-	if !in.has() {
-		return true, nil
-	}
-	return s.logs(ctx, q, in.first)
-}
-
-// insertFenced writes chunk in one statement (see writeShared) and adds to
-// lost every run of chunk that got nothing written. Each run written gets
-// one notification carrying its events (see eventNotes).
-//
-// The rows go in as one array per column (unnest): the statement's text
-// and plan do not grow with the batch, which a VALUES list made PostgreSQL
-// parse and plan anew for every commit. The fence is the host's own row in
-// hosts, share-locked for the statement: a takeover deletes that row in
-// the transaction that moves the runs, so it waits for this commit, and a
-// commit after it finds the row (or the run) gone and writes nothing.
+// insertFenced writes chunk in one statement (see writeShared and
+// fencedInsert) and adds to lost every run of chunk that got nothing
+// written. Each run written gets one notification carrying its events
+// (see eventNotes).
 func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk []core.Envelope, lost map[string]bool) error {
 	ctes, args := s.fencedInsert(chunk, false)
 	query := s.rebind(`WITH ` + ctes + `

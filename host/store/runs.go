@@ -368,7 +368,7 @@ func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r 
 	if errors.Is(err, sql.ErrNoRows) {
 		// Not a hot path: say why nothing was written.
 		if in.has() {
-			logged, werr := s.written(ctx, q, in)
+			logged, werr := s.logs(ctx, q, in.first)
 			if werr != nil {
 				return nil, werr
 			}
