@@ -111,7 +111,7 @@ func OpenNoMigrate(ctx context.Context, databaseURL, dataDir string) (*Store, er
 
 func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	if strings.HasPrefix(databaseURL, "postgres://") || strings.HasPrefix(databaseURL, "postgresql://") {
-		databaseURL, err := oneTripQueries(databaseURL)
+		databaseURL, err := connectionDefaults(databaseURL)
 		if err != nil {
 			return nil, err
 		}
@@ -201,24 +201,37 @@ func openCached(d Dialect, dsn string) (*sqlx.DB, error) {
 	return sqlx.NewDb(sql.OpenDB(stmtcache.New(stmtcache.DSNConnector(&sqlite.Driver{}, dsn), statementsPerConn)), "sqlite"), nil
 }
 
-// oneTripQueries turns on lib/pq's binary_parameters unless the URL says
-// otherwise. Without it every query with arguments costs two round trips
-// (prepare and describe, then bind and execute), each ending in a Sync that
-// the server counts as a transaction of its own: a mock turn's reads and
-// autocommitted writes were counted twice. With it a query is one message
-// batch; []byte arguments go in binary, which the server reads as the
-// column's own type (text and bytea alike; JSON is stored as TEXT here).
-func oneTripQueries(databaseURL string) (string, error) {
+// connectionDefaults sets two connection parameters unless the URL sets
+// them itself:
+//
+//   - lib/pq's binary_parameters=yes. Without it every query with
+//     arguments costs two round trips (prepare and describe, then bind and
+//     execute), each ending in a Sync that the server counts as a
+//     transaction of its own: a mock turn's reads and autocommitted writes
+//     were counted twice. With it a query is one message batch; []byte
+//     arguments go in binary, which the server reads as the column's own
+//     type (text and bytea alike; JSON is stored as TEXT here).
+//   - the server's plan_cache_mode=force_generic_plan, sent as a run-time
+//     parameter when the connection starts. Statements here are prepared
+//     once per connection (stmtcache) and find rows by key, so one plan
+//     serves every argument. Left to choose, PostgreSQL plans the event
+//     log's insert anew at every execution (it estimates the generic
+//     plan for 100 rows of unnest, a custom one for the batch's few): 0.5
+//     of its 0.8 ms server time per commit went to planning, with two or
+//     three such commits a turn. plan_cache_mode=auto in the URL restores the default.
+func connectionDefaults(databaseURL string) (string, error) {
 	u, err := url.Parse(databaseURL)
 	if err != nil {
 		// Not err itself: it quotes the URL, password and all.
 		return "", errors.New("the PostgreSQL database URL is not a valid URL")
 	}
 	q := u.Query()
-	if q.Get("binary_parameters") == "" {
-		q.Set("binary_parameters", "yes")
-		u.RawQuery = q.Encode()
+	for key, value := range map[string]string{"binary_parameters": "yes", "plan_cache_mode": "force_generic_plan"} {
+		if q.Get(key) == "" {
+			q.Set(key, value)
+		}
 	}
+	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 
