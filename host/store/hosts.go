@@ -66,8 +66,16 @@ func (s *Store) holdRun(ctx context.Context, tx *sqlx.Tx, runID string) error {
 	return nil
 }
 
-// activeStatuses are the run states a host holds a run in.
-var activeStatuses = []any{string(core.RunQueued), string(core.RunRunning), string(core.RunPaused)}
+// activeRunsWhere selects the runs a host holds: queued, running or
+// paused. It is the predicate of the partial index runs_active, word for
+// word: SQLite uses a partial index only for a query whose WHERE holds the
+// index's own term, and PostgreSQL cannot prove that a list of bound
+// parameters implies it (and plans statements generically here). A query
+// of active runs names it literally, never as parameters.
+const activeRunsWhere = `status IN ('queued', 'running', 'paused')`
+
+// activeStatuses are the states activeRunsWhere names.
+var activeStatuses = []core.RunStatus{core.RunQueued, core.RunRunning, core.RunPaused}
 
 // HostRecord is one live or lapsed host process.
 type HostRecord struct {
@@ -147,13 +155,9 @@ func (s *Store) Hosts(ctx context.Context) ([]HostRecord, error) {
 // that hold no live lease at now: hosts that died, or stopped renewing,
 // and "" for runs nobody owns.
 func (s *Store) LostOwners(ctx context.Context, now time.Time) ([]string, error) {
-	q, args, err := sqlx.In(`SELECT DISTINCT owner FROM runs WHERE status IN (?)
- AND owner NOT IN (SELECT lease_key FROM hosts WHERE lease_until >= ?)`, activeStatuses, now.UnixMilli())
-	if err != nil {
-		return nil, err
-	}
 	var owners []string
-	if err := s.r.SelectContext(ctx, &owners, s.rebind(q), args...); err != nil {
+	if err := s.r.SelectContext(ctx, &owners, s.rebind(`SELECT DISTINCT owner FROM runs WHERE `+activeRunsWhere+`
+ AND owner NOT IN (SELECT lease_key FROM hosts WHERE lease_until >= ?)`), now.UnixMilli()); err != nil {
 		return nil, translate(err)
 	}
 	return owners, nil
@@ -181,13 +185,9 @@ func (s *Store) ClaimRuns(ctx context.Context, lost string, now time.Time) ([]*c
 		if alive > 0 {
 			return nil // it renewed its lease: not lost after all
 		}
-		q, args, err := sqlx.In(`UPDATE runs SET owner = ?, updated_at = ? WHERE owner = ? AND status IN (?) RETURNING `+runColumns,
-			s.owner, time.Now().UnixMilli(), lost, activeStatuses)
-		if err != nil {
-			return err
-		}
 		var rows []runRow
-		if err := tx.SelectContext(ctx, &rows, tx.Rebind(q), args...); err != nil {
+		if err := tx.SelectContext(ctx, &rows, tx.Rebind(`UPDATE runs SET owner = ?, updated_at = ? WHERE owner = ? AND `+activeRunsWhere+` RETURNING `+runColumns),
+			s.owner, time.Now().UnixMilli(), lost); err != nil {
 			return translate(err)
 		}
 		for _, r := range rows {
@@ -228,12 +228,8 @@ func (s *Store) LiveHostLeases(ctx context.Context, hostID string, now time.Time
 // cutoff and that own no active run (those are deleted when their runs are
 // taken over): hosts that died idle would otherwise stay listed forever.
 func (s *Store) ForgetLapsedHosts(ctx context.Context, cutoff time.Time) error {
-	q, args, err := sqlx.In(`DELETE FROM hosts WHERE lease_until < ?
- AND lease_key NOT IN (SELECT owner FROM runs WHERE status IN (?))`, cutoff.UnixMilli(), activeStatuses)
-	if err != nil {
-		return err
-	}
-	_, err = s.w.ExecContext(ctx, s.rebind(q), args...)
+	_, err := s.w.ExecContext(ctx, s.rebind(`DELETE FROM hosts WHERE lease_until < ?
+ AND lease_key NOT IN (SELECT owner FROM runs WHERE `+activeRunsWhere+`)`), cutoff.UnixMilli())
 	return translate(err)
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -409,15 +410,36 @@ func (s *Store) GetRunByIdempotencyKey(ctx context.Context, tenantID, key string
 	return row.toRun(), nil
 }
 
+// sameStatuses tells whether a and b name the same states.
+func sameStatuses(a, b []core.RunStatus) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
 // ListRunsByStatus returns the runs in the given states (recovery after a
 // restart), oldest first.
 func (s *Store) ListRunsByStatus(ctx context.Context, statuses ...core.RunStatus) ([]*core.Run, error) {
 	if len(statuses) == 0 {
 		return nil, nil
 	}
-	q, args, err := sqlx.In(`SELECT `+runColumns+` FROM runs WHERE status IN (?) ORDER BY created_at, id`, statuses)
-	if err != nil {
-		return nil, err
+	// The active runs (what a restart recovers) are read through their
+	// partial index; any other set of states scans the runs.
+	q, args := `SELECT `+runColumns+` FROM runs WHERE `+activeRunsWhere+` ORDER BY created_at, id`, []any(nil)
+	if !sameStatuses(statuses, activeStatuses) {
+		var err error
+		q, args, err = sqlx.In(`SELECT `+runColumns+` FROM runs WHERE status IN (?) ORDER BY created_at, id`, statuses)
+		if err != nil {
+			return nil, err
+		}
 	}
 	var rows []runRow
 	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
