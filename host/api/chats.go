@@ -211,7 +211,7 @@ func (s *Server) getChat(c *gin.Context) {
 // the engine within the budget: the newest that fit, with a note when older
 // ones were left out, older being how many turns before msgs were not read.
 func historyTail(msgs []store.ChatMessage, older, budget int) []engine.Message {
-	var kept []engine.Message
+	kept := make([]engine.Message, 0, len(msgs)+1) // the turns and a note at most
 	used, noted := 0, false
 	for i := len(msgs) - 1; i >= 0; i-- {
 		n := utf8.RuneCountInString(msgs[i].Content)

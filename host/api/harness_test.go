@@ -228,7 +228,7 @@ func readSSE(t testing.TB, resp *http.Response, stop func(frame) bool) ([]frame,
 	// Starts small and grows to 1 MiB only for a frame that needs it: a
 	// 1 MiB buffer per stream made the benchmarks measure the test
 	// client's allocations and garbage collection as much as the host.
-	sc.Buffer(make([]byte, 0, 16<<10), 1<<20)
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {

@@ -39,7 +39,10 @@ const chatTailNewLimit = 64
 type chatTail struct {
 	budget, maxTurns int
 	total            int
-	tail             []ChatMessage // oldest first
+	// tail, oldest first, is shared with the callers it was returned to
+	// and is never written: a newer tail is a new array (its capacity is
+	// clipped, so an append cannot write past a caller's view).
+	tail []ChatMessage
 }
 
 // chatTailCache keeps chat tails by chat session id, least recently used
@@ -109,7 +112,8 @@ func (c *chatTailCache) drop(id string) {
 // session is ErrNotFound. Starting a run in a chat needs both, in one
 // query whose cost follows what changed since the chat's last run (see
 // chatTailCache), or, read whole, the budget and maxTurns: never the
-// length of the chat.
+// length of the chat. The turns returned are shared with that cache: the
+// caller must not modify them.
 func (s *Store) ChatSessionTail(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
 	if maxTurns <= 0 {
 		maxTurns = math.MaxInt32
@@ -163,7 +167,7 @@ func (s *Store) chatTailWhole(ctx context.Context, sessionID string, budget, max
 	if err != nil {
 		return ChatSession{}, nil, 0, err
 	}
-	s.chatTails.put(sessionID, chatTail{budget: budget, maxTurns: maxTurns, total: total, tail: slices.Clone(tail)})
+	s.chatTails.put(sessionID, chatTail{budget: budget, maxTurns: maxTurns, total: total, tail: slices.Clip(tail)})
 	return cs, tail, max(0, total-len(tail)), nil
 }
 
@@ -260,8 +264,10 @@ func (s *Store) chatTailSince(ctx context.Context, sessionID string, held chatTa
 	if len(added) > chatTailNewLimit || total != held.total+len(added) {
 		return ChatSession{}, nil, 0, false, nil
 	}
-	tail := trimTail(append(slices.Clone(held.tail), added...), held.budget, held.maxTurns)
-	s.chatTails.put(sessionID, chatTail{budget: held.budget, maxTurns: held.maxTurns, total: total, tail: slices.Clone(tail)})
+	// held.tail is clipped: appending copies it once into a new array,
+	// and the tail cached and returned share that one.
+	tail := slices.Clip(trimTail(append(held.tail, added...), held.budget, held.maxTurns))
+	s.chatTails.put(sessionID, chatTail{budget: held.budget, maxTurns: held.maxTurns, total: total, tail: tail})
 	return rows[0].ChatSession, tail, max(0, total-len(tail)), true, nil
 }
 

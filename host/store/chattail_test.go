@@ -184,3 +184,77 @@ func TestChatTailBefore(t *testing.T) {
 		assert.Len(t, tail, 8, "a run with no turn: the whole chat")
 	})
 }
+
+// TestChatTailsReturnedStayPut: a tail handed out shares its array with
+// the store's cache, so a later read (which appends the chat's new turns)
+// must never write into it, also with readers at once (run with -race).
+func TestChatTailsReturnedStayPut(t *testing.T) {
+	s := openSQLite(t)
+	ctx := context.Background()
+	seedApp(t, s)
+	user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
+	require.NoError(t, err)
+	require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_s", TenantID: "t1", AppID: "app1", UserID: user, Title: "s"}))
+	next := 0
+	add := func(n int) {
+		for range n {
+			next++
+			require.NoError(t, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%06d", next), ChatSessionID: "chat_s", Role: "user", Content: "hi"}))
+		}
+	}
+	const budget, maxTurns = 1000, 8
+	add(5)
+	_, first, _, err := s.ChatSessionTail(ctx, "chat_s", budget, maxTurns)
+	require.NoError(t, err)
+	kept := ids(first)
+	add(2)
+	_, second, _, err := s.ChatSessionTail(ctx, "chat_s", budget, maxTurns)
+	require.NoError(t, err)
+	_, third, _, err := s.ChatSessionTail(ctx, "chat_s", budget, maxTurns) // nothing new
+	require.NoError(t, err)
+	add(1)
+	_, _, _, err = s.ChatSessionTail(ctx, "chat_s", budget, maxTurns)
+	require.NoError(t, err)
+	assert.Equal(t, kept, ids(first), "the first tail is as it was returned")
+	assert.Equal(t, ids(second), ids(third))
+	assert.Len(t, second, 7)
+	// What makes the sharing safe: the held tail has no room to grow, so
+	// the next read's append copies it instead of writing into an array
+	// that readers at once would both write.
+	held, ok := s.chatTails.get("chat_s")
+	require.True(t, ok)
+	assert.Equal(t, len(held.tail), cap(held.tail))
+
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				_, tail, _, err := s.ChatSessionTail(ctx, "chat_s", budget, maxTurns)
+				if err == nil {
+					for i := 1; i < len(tail); i++ {
+						if tail[i-1].ID >= tail[i].ID {
+							err = fmt.Errorf("tail out of order: %v", ids(tail))
+							break
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	add(30)
+	close(done)
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+}
