@@ -20,10 +20,7 @@ import (
 func TestChatTailHeldStaysTrue(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		seedApp(t, s)
-		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
-		require.NoError(t, err)
-		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_r", TenantID: "t1", AppID: "app1", UserID: user, Title: "r"}))
+		seedChat(t, s, "chat_r")
 		rng := rand.New(rand.NewPCG(1, 2))
 		next := 0
 		add := func(createdAt int64) {
@@ -66,7 +63,7 @@ func TestChatTailHeldStaysTrue(t *testing.T) {
 			require.Equal(t, len(all)-len(want), older, "step %d", step)
 		}
 		require.NoError(t, s.DeleteChatSession(ctx, "chat_r"))
-		_, _, _, err = s.ChatSessionTail(ctx, "chat_r", budget, maxTurns)
+		_, _, _, err := s.ChatSessionTail(ctx, "chat_r", budget, maxTurns)
 		assert.True(t, errors.Is(err, ErrNotFound), "%v", err)
 	})
 }
@@ -77,10 +74,7 @@ func TestChatTailHeldStaysTrue(t *testing.T) {
 func TestChatTailReadsOnlyWhatIsNew(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		seedApp(t, s)
-		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
-		require.NoError(t, err)
-		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_n", TenantID: "t1", AppID: "app1", UserID: user, Title: "n"}))
+		seedChat(t, s, "chat_n")
 		for i := 0; i < 5; i++ {
 			require.NoError(t, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%d", i), ChatSessionID: "chat_n", Role: "user", Content: "hello"}))
 		}
@@ -108,10 +102,7 @@ func TestChatTailReadsOnlyWhatIsNew(t *testing.T) {
 func BenchmarkChatSessionTail(b *testing.B) {
 	benchDialects(b, func(b *testing.B, s *Store) {
 		ctx := context.Background()
-		seedApp(b, s)
-		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
-		require.NoError(b, err)
-		require.NoError(b, s.CreateChatSession(ctx, ChatSession{ID: "chat_b", TenantID: "t1", AppID: "app1", UserID: user, Title: "b"}))
+		seedChat(b, s, "chat_b")
 		n := 0
 		turn := func() {
 			for _, role := range []string{"user", "assistant"} {
@@ -148,10 +139,7 @@ func ids(ms []ChatMessage) []string {
 func TestChatTailBefore(t *testing.T) {
 	eachDialect(t, func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		seedApp(t, s)
-		user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
-		require.NoError(t, err)
-		require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_b", TenantID: "t1", AppID: "app1", UserID: user, Title: "b"}))
+		seedChat(t, s, "chat_b")
 		n := 0
 		for run := 1; run <= 4; run++ {
 			for _, role := range []string{"user", "assistant"} {
@@ -191,10 +179,7 @@ func TestChatTailBefore(t *testing.T) {
 func TestChatTailsReturnedStayPut(t *testing.T) {
 	s := openSQLite(t)
 	ctx := context.Background()
-	seedApp(t, s)
-	user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
-	require.NoError(t, err)
-	require.NoError(t, s.CreateChatSession(ctx, ChatSession{ID: "chat_s", TenantID: "t1", AppID: "app1", UserID: user, Title: "s"}))
+	seedChat(t, s, "chat_s")
 	next := 0
 	add := func(n int) {
 		for range n {
@@ -257,4 +242,14 @@ func TestChatTailsReturnedStayPut(t *testing.T) {
 	for range 4 {
 		require.NoError(t, <-errs)
 	}
+}
+
+// seedChat makes app1 of tenant t1 and an empty chat session id in it.
+func seedChat(tb testing.TB, s *Store, id string) {
+	tb.Helper()
+	ctx := context.Background()
+	seedApp(tb, s)
+	user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
+	require.NoError(tb, err)
+	require.NoError(tb, s.CreateChatSession(ctx, ChatSession{ID: id, TenantID: "t1", AppID: "app1", UserID: user, Title: id}))
 }
