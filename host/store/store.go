@@ -218,7 +218,8 @@ func openCached(d Dialect, dsn string) (*sqlx.DB, error) {
 //     log's insert anew at every execution (it estimates the generic
 //     plan for 100 rows of unnest, a custom one for the batch's few): 0.5
 //     of its 0.8 ms server time per commit went to planning, with two or
-//     three such commits a turn. plan_cache_mode=auto in the URL restores the default.
+//     three such commits a turn. plan_cache_mode=auto in the URL restores
+//     PostgreSQL's default.
 func connectionDefaults(databaseURL string) (string, error) {
 	u, err := url.Parse(databaseURL)
 	if err != nil {
