@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,17 +26,6 @@ func percentile(d []time.Duration, p float64) time.Duration {
 func reportPercentiles(b *testing.B, d []time.Duration, unit string) {
 	b.ReportMetric(float64(percentile(d, 0.50).Microseconds()), "p50-µs"+unit)
 	b.ReportMetric(float64(percentile(d, 0.99).Microseconds()), "p99-µs"+unit)
-}
-
-// processCPU is the CPU time, user and system, this test process has
-// used so far: the host's and the benchmark's clients', not the plugins'.
-// Per unit of work it moves far less than wall-clock rates do on a shared
-// machine, so it shows a change in the host's own cost that a noisy rate
-// hides.
-func processCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	require.NoError(tb, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkCreateRun: POST …/runs until the 201, which the host sends once

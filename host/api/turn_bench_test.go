@@ -20,7 +20,8 @@ import (
 // chat: POST …/runs, then the stream until the terminal event (mock engine
 // saying "ok": 7 events; real plugins). On PostgreSQL it also reports the
 // transactions committed per turn, from the server's own statistics for a
-// database the benchmark has to itself.
+// database the benchmark has to itself. cpu-µs/turn is the CPU the host,
+// the client and the plugins spent per turn (testenv.TreeCPU).
 func BenchmarkMockTurn(b *testing.B) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		b.Run(dialect, func(b *testing.B) {
@@ -40,6 +41,7 @@ func BenchmarkMockTurn(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
 			last := first.runID
 			b.ResetTimer()
+			cpu := testenv.TreeCPU()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
 				turn := e.mockTurn(app, first.chatID, "say ok")
@@ -50,6 +52,7 @@ func BenchmarkMockTurn(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			b.ReportMetric(float64((testenv.TreeCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/turn")
 			reportPercentiles(b, lat, "")
 			if stats != nil {
 				b.ReportMetric(float64(stats.commits(e, last)-before)/float64(b.N), "xacts/turn")

@@ -34,6 +34,8 @@ func runScript(b *testing.B, h *host, script string) {
 // tool.started and tool.completed events appended to an in-memory log, to
 // SQLite or to PostgreSQL. The run's setup is amortised over b.N calls in
 // one run. Its floor is four BenchmarkBareGoPluginHop (host/pluginmgr).
+// cpu-µs/op is the CPU a call cost the host and every plugin
+// (testenv.TreeCPU), steadier than ns/op on a shared machine.
 func BenchmarkToolCallRoundTrip(b *testing.B) {
 	for _, log := range []string{"memory", "sqlite", "postgres"} {
 		b.Run(log, func(b *testing.B) {
@@ -45,7 +47,9 @@ func BenchmarkToolCallRoundTrip(b *testing.B) {
 			}
 			runScript(b, h, "say warm-up") // first-run costs out of the loop
 			b.ResetTimer()
+			cpu := testenv.TreeCPU()
 			runScript(b, h, fmt.Sprintf(`tools %d coding_agent_read_file {"path":"README.md"}`, b.N))
+			b.ReportMetric(float64((testenv.TreeCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
 }

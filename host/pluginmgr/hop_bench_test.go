@@ -47,6 +47,7 @@ func noopBinary(b testing.TB) string {
 // hops (engine → host → toolpack → host → sandbox), three since toolpacks
 // reach the sandbox plugin directly; the ratio printer holds
 // BenchmarkToolCallRoundTrip against four of these, as issue 16 counts.
+// cpu-µs/op is the CPU a hop cost both processes (testenv.TreeCPU).
 func BenchmarkBareGoPluginHop(b *testing.B) {
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
 	client := goplugin.NewClient(clientConfig(pluginCmd(noopBinary(b), nil, nil), noopplugin.PluginSet(), nil, log, 30*time.Second))
@@ -72,7 +73,9 @@ func BenchmarkBareGoPluginHop(b *testing.B) {
 		}
 	}
 	hop() // the connection's first call out of the loop
+	cpu := testenv.TreeCPU()
 	for b.Loop() {
 		hop()
 	}
+	b.ReportMetric(float64((testenv.TreeCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
