@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/agenthost/agenthost/sdk/workspace/owned"
 )
 
 // UIDClaimsDir is the machine-wide record of which sandbox uids are in use
@@ -113,8 +111,8 @@ func claims() map[int]string {
 // every process of a uid this root claimed (what its commands left running
 // when the previous plugin process died) and of a uid whose root is gone
 // (a plugin whose folder was removed: nobody will ever stop those), and
-// releases the claims no sandbox folder of this root still owns. It
-// returns how many signals it sent.
+// releases the claims no sandbox folder of this root still owns, once the
+// kill left nothing running. It returns how many signals it sent.
 func settleClaims(c Config) int {
 	lo, hi := uidRange(c)
 	mine, gone := map[int]bool{}, map[int]bool{}
@@ -139,7 +137,13 @@ func settleClaims(c Config) int {
 			}
 		}
 	}
-	n := owned.KillUIDs(func(uid int) bool { return uid >= lo && uid < hi && (mine[uid] || gone[uid]) })
+	n, cleared := killUIDs(func(uid int) bool { return uid >= lo && uid < hi && (mine[uid] || gone[uid]) })
+	if !cleared {
+		// Something still runs as one of them: a uid is handed out again
+		// only once nothing does (noLeftovers counts on it). The next
+		// start tries again.
+		return n
+	}
 	for uid := range gone {
 		_ = os.Remove(claimFile(uid))
 	}

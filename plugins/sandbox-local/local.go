@@ -95,9 +95,17 @@ func (p *Provider) Info() plugin.Info {
 // still run, for snapshots that skip the walk (dirfs.Quiet). Only a uid of
 // the sandbox's own finds every such process (one that left its group,
 // say); at the plugin's own uid it never vouches. The /proc scan is
-// skipped while no command has started since one found nothing.
-func noLeftovers(owner owned.Owner, uid int, groups *dirfs.Groups) func() bool {
-	var clean atomic.Uint64 // groups.Started()+1 when a scan last found none
+// skipped while no command has started since one found nothing, and, for a
+// sandbox this process just created (fresh), until its first command: its
+// uid was claimed with no process at it (a uid is released only once a
+// kill pass found none: Stop, settleClaims), and nothing but its own
+// commands runs as it. The scan reads every process's status, so on a
+// machine with thousands of processes it was most of a new sandbox's cost.
+func noLeftovers(owner owned.Owner, uid int, groups *dirfs.Groups, fresh bool) func() bool {
+	var clean atomic.Uint64 // groups.Started()+1 when none can be left
+	if fresh {
+		clean.Store(1)
+	}
 	return func() bool {
 		if !owner.Active() || groups.Running() > 0 {
 			return false
@@ -106,7 +114,7 @@ func noLeftovers(owner owned.Owner, uid int, groups *dirfs.Groups) func() bool {
 		if clean.Load() == n {
 			return true
 		}
-		if owned.AnyUID(func(u int) bool { return u == uid }) {
+		if anyUID(func(u int) bool { return u == uid }) {
 			return false
 		}
 		clean.Store(n)
@@ -114,9 +122,17 @@ func noLeftovers(owner owned.Owner, uid int, groups *dirfs.Groups) func() bool {
 	}
 }
 
+// anyUID and killUIDs are owned's, replaced by tests that count scans or
+// make a kill fall short.
+var (
+	anyUID   = owned.AnyUID
+	killUIDs = owned.KillUIDs
+)
+
 // newBox serves the sandbox folder of m, its commands running as uid (0:
-// the plugin's own user).
-func newBox(cfg Config, m meta, uid int) (*box, error) {
+// the plugin's own user); fresh says this process just made it (see
+// noLeftovers).
+func newBox(cfg Config, m meta, uid int, fresh bool) (*box, error) {
 	cfg = limited(cfg, m.MaxFileBytes)
 	dir := filepath.Join(cfg.Root, m.ID)
 	owner := ownerOf(uid)
@@ -136,7 +152,7 @@ func newBox(cfg Config, m meta, uid int) (*box, error) {
 		dirfs.ServicesRunAs(owner.Credential()), dirfs.ServicesRecord(filepath.Join(dir, execsDir)))
 	// Snapshot stamps go beside the working copy, on its filesystem.
 	fsys, err := dirfs.New(wsRoot, exec, dirfs.MaxFileBytes(cfg.MaxFileBytes), dirfs.WithServices(services), dirfs.StampDir(dir),
-		dirfs.Quiet(noLeftovers(owner, uid, groups)))
+		dirfs.Quiet(noLeftovers(owner, uid, groups, fresh)))
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +281,7 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	placed = true
-	b, err = newBox(cfg, m, uid)
+	b, err = newBox(cfg, m, uid, true)
 	return b, known, err
 }
 
@@ -318,7 +334,7 @@ func (p *Provider) lookup(id string) (*box, error) {
 			return nil, fmt.Errorf("open sandbox %s: %w", id, err)
 		}
 	}
-	b, err := newBox(p.cfg, m, uid)
+	b, err := newBox(p.cfg, m, uid, false)
 	if err != nil {
 		return nil, fmt.Errorf("open sandbox %s: %w", id, err)
 	}
@@ -386,10 +402,15 @@ func (p *Provider) Stop(_ context.Context, id string) error {
 	// plugin process: the uid finds every process; otherwise the records.
 	uid := workspaceUID(cfg, dir)
 	if uid != 0 && dropping() {
-		owned.KillUIDs(func(u int) bool { return u == uid })
-		// Released only once nothing runs as it: the folder may stay a
-		// moment longer (below), but no command can reach it any more.
-		defer releaseUID(uid, root)
+		if _, cleared := killUIDs(func(u int) bool { return u == uid }); cleared {
+			// Released only once nothing runs as it: the folder may stay
+			// a moment longer (below), but no command can reach it any
+			// more, and the next sandbox given it starts clean.
+			defer releaseUID(uid, root)
+		} else {
+			p.log.Warn("processes of a stopped sandbox outran every kill pass: its uid stays claimed until the plugin's next start",
+				"sandbox_id", id, "uid", uid)
+		}
 	}
 	dirfs.KillRecorded(filepath.Join(dir, execsDir))
 	trash := filepath.Join(root, trashPrefix+id+"-"+rand.Text()[:8])

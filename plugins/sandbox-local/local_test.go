@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func testProvider(*testing.T) *Provider {
+func testProvider(testing.TB) *Provider {
 	return NewWithLogger(hclog.New(&hclog.LoggerOptions{Output: hclog.DefaultOutput, Level: hclog.Warn}))
 }
 

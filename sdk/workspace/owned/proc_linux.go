@@ -16,7 +16,9 @@ const maxKillPasses = 100
 
 // KillUIDs SIGKILLs every process on this machine whose real, effective,
 // saved or filesystem uid matches, and repeats until a pass finds none (up
-// to maxKillPasses). It returns how many signals it sent.
+// to maxKillPasses). It returns how many signals it sent, and whether a
+// pass found none: cleared is false when processes outran every pass or
+// /proc could not be read, and then the uids must not be handed out again.
 //
 // A uid given to one sandbox alone identifies that sandbox's processes
 // whatever they did: left the process group (setsid), double-forked, or
@@ -24,13 +26,12 @@ const maxKillPasses = 100
 // cannot be reused by a stranger between recording and killing, so no
 // start-time check is needed. It must only be used for uids nothing but
 // sandboxes runs as, and needs root to signal them.
-func KillUIDs(match func(uid int) bool) int {
+func KillUIDs(match func(uid int) bool) (sent int, cleared bool) {
 	self := os.Getpid()
-	sent := 0
 	for range maxKillPasses {
 		entries, err := os.ReadDir("/proc")
 		if err != nil {
-			return sent
+			return sent, false
 		}
 		found := 0
 		for _, e := range entries {
@@ -47,10 +48,10 @@ func KillUIDs(match func(uid int) bool) int {
 			}
 		}
 		if found == 0 {
-			return sent
+			return sent, true
 		}
 	}
-	return sent
+	return sent, false
 }
 
 func anyMatch(uids []int, match func(int) bool) bool {
