@@ -97,76 +97,82 @@ func (s *Store) startReq(r *core.Run, turn *core.ChatTurn, env core.Envelope) *a
 	return req
 }
 
-// startRunIn writes a run's start (see StartRun) with q: the chat session
-// or its new turn count, the user's turn, the run and run.accepted.
-func (s *Store) startRunIn(ctx context.Context, q sqlx.ExtContext, r *core.Run, turn *core.ChatTurn, env core.Envelope) error {
-	nowMS := env.TS.UnixMilli()
-	if turn != nil {
-		if turn.NewSession {
-			if _, err := q.ExecContext(ctx, q.Rebind(`INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at, message_count)
- VALUES (?, ?, ?, ?, ?, ?, ?, 1)`), r.ChatSessionID, r.TenantID, r.AppID, r.UserID, turn.Title, nowMS, nowMS); err != nil {
-				return translate(err)
-			}
-		} else if _, err := q.ExecContext(ctx, q.Rebind(`UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`), nowMS, r.ChatSessionID); err != nil {
-			return translate(err)
-		}
-		if _, err := q.ExecContext(ctx, q.Rebind(`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
- VALUES (?, ?, ?, ?, ?, ?)`), turn.MessageID, r.ChatSessionID, r.ID, "user", turn.Content, nowMS); err != nil {
-			return translate(err)
-		}
-	}
-	if _, err := sqlx.NamedExecContext(ctx, q, insertRun, toRunRow(r)); err != nil {
-		return translate(err)
-	}
-	var diag any
-	if len(env.Diagnostics) > 0 {
-		diag = string(env.Diagnostics)
-	}
-	_, err := q.ExecContext(ctx, q.Rebind(`INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) VALUES (?, ?, ?, ?, ?, ?)`),
-		env.RunID, env.Seq, string(env.Event), string(env.Payload), diag, nowMS)
-	return translate(err)
+// startWrite is one statement of a run's start and its ? arguments.
+type startWrite struct {
+	query string
+	args  []any
 }
 
-// startRunAtOnce is StartRun's transaction on PostgreSQL as one statement
-// (its writes as data-modifying WITH clauses): atomic all the same, in one
-// round trip instead of six. Foreign keys are checked at the end of the
-// statement, so the turn may name the session the same statement creates.
-func (s *Store) startRunAtOnce(ctx context.Context, r *core.Run, turn *core.ChatTurn, env core.Envelope) error {
-	var with []string
-	var args []any
+// startWrites are the statements of a run's start, in order: the chat
+// session (new, or one turn longer), the user's turn, the run, and last
+// run.accepted. Both dialects write these: SQLite one after another
+// (startRunIn), PostgreSQL as one statement (startRunAtOnce).
+func startWrites(r *core.Run, turn *core.ChatTurn, env core.Envelope) ([]startWrite, error) {
+	nowMS := env.TS.UnixMilli()
+	var ws []startWrite
 	if turn != nil {
-		nowMS := env.TS.UnixMilli()
 		if turn.NewSession {
-			with = append(with, `INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, ?, ?, ?, 1)`)
-			args = append(args, r.ChatSessionID, r.TenantID, r.AppID, r.UserID, turn.Title, nowMS, nowMS)
+			ws = append(ws, startWrite{`INSERT INTO chat_sessions (id, tenant_id, app_id, user_id, title, created_at, updated_at, message_count) VALUES (?, ?, ?, ?, ?, ?, ?, 1)`,
+				[]any{r.ChatSessionID, r.TenantID, r.AppID, r.UserID, turn.Title, nowMS, nowMS}})
 		} else {
-			with = append(with, `UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`)
-			args = append(args, nowMS, r.ChatSessionID)
+			ws = append(ws, startWrite{`UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`,
+				[]any{nowMS, r.ChatSessionID}})
 		}
-		with = append(with, `INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`)
-		args = append(args, turn.MessageID, r.ChatSessionID, r.ID, "user", turn.Content, nowMS)
+		ws = append(ws, startWrite{`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			[]any{turn.MessageID, r.ChatSessionID, r.ID, "user", turn.Content, nowMS}})
 	}
 	runInsert, runArgs, err := sqlx.Named(insertRun, toRunRow(r))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	with = append(with, runInsert)
-	args = append(args, runArgs...)
+	ws = append(ws, startWrite{runInsert, runArgs})
 	var diag any
 	if len(env.Diagnostics) > 0 {
 		diag = string(env.Diagnostics)
 	}
+	return append(ws, startWrite{`INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) VALUES (?, ?, ?, ?, ?, ?)`,
+		[]any{env.RunID, env.Seq, string(env.Event), string(env.Payload), diag, nowMS}}), nil
+}
+
+// startRunIn writes a run's start (startWrites) with q, one statement after
+// another.
+func (s *Store) startRunIn(ctx context.Context, q sqlx.ExtContext, r *core.Run, turn *core.ChatTurn, env core.Envelope) error {
+	ws, err := startWrites(r, turn, env)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if _, err := q.ExecContext(ctx, q.Rebind(w.query), w.args...); err != nil {
+			return translate(err)
+		}
+	}
+	return nil
+}
+
+// startRunAtOnce is StartRun's transaction on PostgreSQL as one statement
+// (its writes as data-modifying WITH clauses, run.accepted's insert the
+// statement itself): atomic all the same, in one round trip instead of
+// six. Foreign keys are checked at the end of the statement, so the turn
+// may name the session the same statement creates.
+func (s *Store) startRunAtOnce(ctx context.Context, r *core.Run, turn *core.ChatTurn, env core.Envelope) error {
+	ws, err := startWrites(r, turn, env)
+	if err != nil {
+		return err
+	}
 	var q strings.Builder
-	for i, w := range with {
+	var args []any
+	for i, w := range ws[:len(ws)-1] {
 		if i == 0 {
 			q.WriteString("WITH ")
 		} else {
 			q.WriteString(", ")
 		}
-		fmt.Fprintf(&q, "w%d AS (%s)", i, w)
+		fmt.Fprintf(&q, "w%d AS (%s)", i, w.query)
+		args = append(args, w.args...)
 	}
-	q.WriteString(` INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) VALUES (?, ?, ?, ?, ?, ?)`)
-	args = append(args, env.RunID, env.Seq, string(env.Event), string(env.Payload), diag, env.TS.UnixMilli())
+	last := ws[len(ws)-1]
+	q.WriteString(" " + last.query)
+	args = append(args, last.args...)
 	_, err = s.w.ExecContext(ctx, s.rebind(q.String()), args...)
 	return translate(err)
 }
