@@ -81,12 +81,9 @@ func BenchmarkMockTurnSessions20(b *testing.B) {
 			}
 			wg.Wait()
 			b.StopTimer()
-			cpu = testenv.TreeCPU() - cpu
+			testenv.ReportCPU(b, cpu, len(lat), "cpu-µs/turn")
 			reportPercentiles(b, lat, "")
 			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
-			if len(lat) > 0 {
-				b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/turn")
-			}
 		})
 	}
 }

@@ -52,7 +52,7 @@ func BenchmarkMockTurn(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			b.ReportMetric(float64((testenv.TreeCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/turn")
+			testenv.ReportCPU(b, cpu, b.N, "cpu-µs/turn")
 			reportPercentiles(b, lat, "")
 			if stats != nil {
 				b.ReportMetric(float64(stats.commits(e, last)-before)/float64(b.N), "xacts/turn")

@@ -49,7 +49,7 @@ func BenchmarkToolCallRoundTrip(b *testing.B) {
 			b.ResetTimer()
 			cpu := testenv.TreeCPU()
 			runScript(b, h, fmt.Sprintf(`tools %d coding_agent_read_file {"path":"README.md"}`, b.N))
-			b.ReportMetric(float64((testenv.TreeCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+			testenv.ReportCPU(b, cpu, b.N, "cpu-µs/op")
 		})
 	}
 }

@@ -77,5 +77,5 @@ func BenchmarkBareGoPluginHop(b *testing.B) {
 	for b.Loop() {
 		hop()
 	}
-	b.ReportMetric(float64((testenv.TreeCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	testenv.ReportCPU(b, cpu, b.N, "cpu-µs/op")
 }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -18,4 +19,12 @@ func TreeCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) + childrenCPU()
+}
+
+// ReportCPU reports, as unit, the CPU the process tree spent since the
+// TreeCPU reading since, per one of ops operations.
+func ReportCPU(b *testing.B, since time.Duration, ops int, unit string) {
+	if ops > 0 {
+		b.ReportMetric(float64((TreeCPU()-since).Microseconds())/float64(ops), unit)
+	}
 }
