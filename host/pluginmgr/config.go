@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -49,7 +50,10 @@ import (
 //
 //	permissions    = { coding_agent_run_command = "allow" }  # allow | ask | deny
 //	tool_timeout_s = 300                                      # else the host's
-
+//
+// A Go plugin's block may bound how many cores run its Go code at once:
+//
+//	max_procs = 1   # sets GOMAXPROCS in the plugin's environment
 type Config struct {
 	Name    string
 	Kind    plugin.Kind
@@ -65,6 +69,9 @@ type Config struct {
 	// ToolTimeout bounds each call of a toolpack's tools; 0 means the
 	// host's tool_timeout_s.
 	ToolTimeout time.Duration
+	// MaxProcs is the GOMAXPROCS the plugin runs with; 0 leaves Go's
+	// default (one per core).
+	MaxProcs int
 	// File is the HCL file the block came from (for messages).
 	File string
 }
@@ -86,11 +93,16 @@ type hclPlugin struct {
 
 	Permissions  map[string]string `hcl:"permissions,optional"`
 	ToolTimeoutS *int              `hcl:"tool_timeout_s,optional"`
+	MaxProcs     *int              `hcl:"max_procs,optional"`
 }
 
 // maxToolTimeoutS caps tool_timeout_s: a call held open for more than an hour
 // is a stuck call, and the run's sandbox cannot be reaped under it.
 const maxToolTimeoutS = 3600
+
+// maxMaxProcs caps max_procs well above any machine's core count; a larger
+// number is a typo, not a wish.
+const maxMaxProcs = 1024
 
 type hclConfig struct {
 	Body hcl.Body `hcl:",remain"`
@@ -217,6 +229,15 @@ func (b hclPlugin) toConfig(filename string, ctx *hcl.EvalContext) (Config, erro
 		if !envPattern.MatchString(e) {
 			return fail("env entry %q is not a variable name (list names; values come from the host's environment)", e)
 		}
+	}
+	if b.MaxProcs != nil {
+		if n := *b.MaxProcs; n < 1 || n > maxMaxProcs {
+			return fail("max_procs is %d; it must be between 1 and %d", n, maxMaxProcs)
+		}
+		if slices.Contains(c.Env, "GOMAXPROCS") {
+			return fail("env lists GOMAXPROCS and max_procs is set; keep one")
+		}
+		c.MaxProcs = *b.MaxProcs
 	}
 	if (len(b.Permissions) > 0 || b.ToolTimeoutS != nil) && c.Kind != plugin.KindToolpack {
 		return fail("permissions and tool_timeout_s belong to toolpacks only")

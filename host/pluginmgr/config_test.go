@@ -27,9 +27,10 @@ plugin "local" {
   }
 }
 plugin "mock" {
-  kind    = "engine"
-  command = "./bin/mock"
-  enabled = false
+  kind      = "engine"
+  command   = "./bin/mock"
+  enabled   = false
+  max_procs = 1
 }
 `
 	cfgs, err := ParseConfig("x.hcl", []byte(src), "")
@@ -43,7 +44,9 @@ plugin "mock" {
 	assert.Equal(t, []string{"HOME_DIR", "OPENAI_API_KEY"}, c.Env)
 	assert.True(t, c.Enabled)
 	assert.JSONEq(t, `{"root":"/srv/sb","limits":{"cpu":2,"names":["a","b"]},"on":true}`, string(c.Config))
+	assert.Zero(t, c.MaxProcs, "Go's default unless set")
 	assert.False(t, cfgs[1].Enabled)
+	assert.Equal(t, 1, cfgs[1].MaxProcs)
 	assert.JSONEq(t, `{}`, string(cfgs[1].Config))
 }
 
@@ -64,6 +67,8 @@ func TestParseConfigRejects(t *testing.T) {
 		"engine perms":    {block("kind = \"engine\"\ncommand = \"x\"\npermissions = { t = \"ask\" }"), "toolpacks only"},
 		"timeout zero":    {block("kind = \"toolpack\"\ncommand = \"x\"\ntool_timeout_s = 0"), "between 1 and 3600"},
 		"timeout huge":    {block("kind = \"toolpack\"\ncommand = \"x\"\ntool_timeout_s = 99999"), "between 1 and 3600"},
+		"max_procs zero":  {block("kind = \"engine\"\ncommand = \"x\"\nmax_procs = 0"), "between 1 and 1024"},
+		"max_procs twice": {block("kind = \"engine\"\ncommand = \"x\"\nmax_procs = 2\nenv = [\"GOMAXPROCS\"]"), "keep one"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -100,9 +101,13 @@ func fileSHA256(path string) (string, error) {
 }
 
 // env builds the plugin's environment: only the variables its config lists,
-// plus the host's data dir. Nothing else of the host's environment leaks.
+// plus the host's data dir and its max_procs. Nothing else of the host's
+// environment leaks.
 func (m *Manager) env(c Config) []string {
 	out := []string{"AGENTHOST_DATA_DIR=" + m.opts.DataDir}
+	if c.MaxProcs > 0 {
+		out = append(out, "GOMAXPROCS="+strconv.Itoa(c.MaxProcs))
+	}
 	for _, name := range c.Env {
 		if v, ok := os.LookupEnv(name); ok {
 			out = append(out, name+"="+v)

@@ -31,6 +31,11 @@ var DefaultPlugins = map[string]string{
 
 var kinds = map[string]string{"mock": "engine", "local": "sandbox", "patch": "toolpack", "contract": "toolpack"}
 
+// DefaultMaxProcs is the max_procs each default plugin ships with in
+// plugin-configs/ (absent: Go's default), so tests and benchmarks run the
+// plugins as `make run` does; host/doccheck holds the two together.
+var DefaultMaxProcs = map[string]int{"mock": 1, "patch": 1, "contract": 1}
+
 // SandboxEnv names the variable that swaps the sandbox backend of every
 // end-to-end test: AGENTHOST_TEST_SANDBOX=bwrap makes PluginConfigDir write
 // the plugin "local" as the bwrap binary (BwrapSandboxConfig), exactly as
@@ -76,7 +81,11 @@ func PluginConfigDir(t testing.TB, names ...string) string {
 			BwrapSandboxConfig(t, dir, "local", "none")
 			continue
 		}
-		body := fmt.Sprintf("plugin %q {\n  kind    = %q\n  command = %q\n}\n", n, kinds[n], DefaultPlugins[n])
+		body := fmt.Sprintf("plugin %q {\n  kind    = %q\n  command = %q\n", n, kinds[n], DefaultPlugins[n])
+		if mp := DefaultMaxProcs[n]; mp > 0 {
+			body += fmt.Sprintf("  max_procs = %d\n", mp)
+		}
+		body += "}\n"
 		if n == "local" {
 			body = fmt.Sprintf("plugin \"local\" {\n  kind    = \"sandbox\"\n  command = %q\n  config {\n    root = %q\n  }\n}\n",
 				DefaultPlugins[n], LocalSandboxRoot(t))
