@@ -119,7 +119,7 @@ func (s *Store) CreateRun(ctx context.Context, r *core.Run) error {
 		return core.Errf(core.CodeInvalidRequest, "context", "run context is not JSON")
 	}
 	s.claimNew(r)
-	_, err := s.w.NamedExecContext(ctx, insertRun, toRunRow(r))
+	_, err := s.w.ExecContext(ctx, s.rebind(insertRunQuery), insertRunArgs(toRunRow(r))...)
 	return translate(err)
 }
 

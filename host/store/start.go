@@ -121,11 +121,7 @@ func startWrites(r *core.Run, turn *core.ChatTurn, env core.Envelope) ([]startWr
 		ws = append(ws, startWrite{`INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			[]any{turn.MessageID, r.ChatSessionID, r.ID, "user", turn.Content, nowMS}})
 	}
-	runInsert, runArgs, err := sqlx.Named(insertRun, toRunRow(r))
-	if err != nil {
-		return nil, err
-	}
-	ws = append(ws, startWrite{runInsert, runArgs})
+	ws = append(ws, startWrite{insertRunQuery, insertRunArgs(toRunRow(r))})
 	var diag any
 	if len(env.Diagnostics) > 0 {
 		diag = string(env.Diagnostics)
