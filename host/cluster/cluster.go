@@ -146,11 +146,28 @@ func Join(ctx context.Context, st *store.Store, opts Options) (*Member, error) {
 		cancel()
 		return nil, fmt.Errorf("listen for other hosts: %w", err)
 	}
+	m.awaitPeersNotes(ctx)
 	m.sweep(ctx)
 	m.wg.Add(2)
 	go m.keepLease(runCtx)
 	go m.serveCommands(runCtx)
 	return m, nil
+}
+
+// awaitPeersNotes returns once the other hosts notify this one of every
+// commit of their runs' events, and wakes every waiter to read the tables
+// again. A host notifies only while another host has a row in hosts, in
+// the snapshot its statement began with (store.Store.notifyIfHeard), so
+// the commits of statements that began before this host's row are waited
+// out (store.Store.WaitOutOlderTransactions), for at most a lease: a
+// transaction held open longer (an operator's idle session) is no reason
+// to refuse to serve, and streams of those runs then catch up at the
+// runs' next events.
+func (m *Member) awaitPeersNotes(ctx context.Context) {
+	if err := m.st.WaitOutOlderTransactions(ctx, m.opts.LeaseTTL); err != nil && ctx.Err() == nil {
+		m.log.Warn("transactions older than this host's registration are still open; streams of other hosts' runs may wait for those runs' next events", "error", err)
+	}
+	m.resync()
 }
 
 // waitOutTwin waits while another process of this host id holds a live
@@ -236,6 +253,14 @@ func (m *Member) keepLease(ctx context.Context) {
 			}
 			if err := m.st.RegisterHost(ctx, m.key, m.id, m.opts.LeaseTTL); err != nil && ctx.Err() == nil {
 				m.log.Error("register host again", "error", err)
+			} else if err == nil {
+				// While its row was gone, the others sent this host no
+				// notes of their runs' events.
+				m.wg.Add(1)
+				go func() {
+					defer m.wg.Done()
+					m.awaitPeersNotes(ctx)
+				}()
 			}
 		}
 		if failing {

@@ -14,17 +14,18 @@ import (
 )
 
 // EventsChannel is the PostgreSQL notification channel on which a commit
-// of run events is announced, once per run per commit, with the events
-// when they are small (eventNotes). Other hosts' streams take them, or
-// read the log after the newest seq; the log stays the truth.
+// of run events is announced, once per run per commit (while another host
+// is registered), with the events when they are small (eventNotes). Other
+// hosts' streams take them, or read the log after the newest seq; the log
+// stays the truth.
 const EventsChannel = "agenthost_events"
 
 // writeShared is write on PostgreSQL, the database several hosts share.
 // Each statement inserts the events of the runs this host still owns (the
 // runs' rows are share-locked, so a takeover waits for it to commit and
 // then sees its events), skips those of runs another host took over, and
-// notifies EventsChannel with each run's newest seq: fence, insert and
-// wake-up in one round trip. Runs it skipped are added to lost.
+// notifies EventsChannel with each run's newest seq when another host can
+// hear it (notifyIfHeard): fence, insert and wake-up in one round trip. Runs it skipped are added to lost.
 func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs, events []core.Envelope, tails []any, withTail bool, lost map[string]bool) error {
 	insert := func(q sqlx.QueryerContext) error {
 		per := w.s.rowsPerInsert(6)
@@ -150,11 +151,11 @@ func (in *foldedInsert) with(own string) string {
 // insertFenced writes chunk in one statement (see writeShared and
 // fencedInsert) and adds to lost every run of chunk that got nothing
 // written. Each run written gets one notification carrying its events
-// (see eventNotes).
+// (see eventNotes) when another host can hear it (notifyIfHeard).
 func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk []core.Envelope, lost map[string]bool) error {
 	ctes, args := s.fencedInsert(chunk, false)
 	query := s.rebind(`WITH ` + ctes + `
- SELECT n.run_id, pg_notify('` + EventsChannel + `', n.note) IS NULL FROM n WHERE n.run_id IN (SELECT run_id FROM ins)`)
+ SELECT n.run_id, ` + s.notifyIfHeard(`n.note`) + ` IS NULL FROM n WHERE n.run_id IN (SELECT run_id FROM ins)`)
 	rows, err := q.QueryxContext(ctx, query, args...)
 	if err != nil {
 		return translate(err)
@@ -186,10 +187,11 @@ func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk [
 // fencedInsert is the fenced insert of chunk as WITH clauses (without
 // WITH) and their ? arguments: v, the events; n, each run's notification
 // (eventNotes) with its newest seq; live, this host's row, share-locked;
-// ins, the insert of the events whose runs this host still owns,
-// returning their run_id. With notifyInline, ins itself sends each run's
-// notification as it writes the run's newest event (a statement whose
-// main part is another write has no SELECT of its own to do it).
+// peers, whether another host is registered (notifyIfHeard); ins, the
+// insert of the events whose runs this host still owns, returning their
+// run_id. With notifyInline, ins itself sends each run's notification as
+// it writes the run's newest event (a statement whose main part is
+// another write has no SELECT of its own to do it).
 //
 // The rows go in as one array per column (unnest): the statement's text
 // and plan do not grow with the batch, which a VALUES list made PostgreSQL
@@ -217,16 +219,37 @@ func (s *Store) fencedInsert(chunk []core.Envelope, notifyInline bool) (string, 
 		// runs, and keeps that plan for the prepared statement while the
 		// table grows (seen: 21 ms per commit at 800 runs, and every
 		// turn slower as a host's history grew).
-		ctes += `, live AS (SELECT 1 FROM hosts WHERE lease_key = ? FOR KEY SHARE)`
+		ctes += `, live AS (SELECT 1 FROM hosts WHERE lease_key = ? FOR KEY SHARE),
+ peers AS (SELECT EXISTS (SELECT 1 FROM hosts WHERE lease_key <> ?) AS heard)`
 		where = ` JOIN LATERAL (SELECT r.owner FROM runs r WHERE r.id = v.run_id LIMIT 1) o ON o.owner = ? WHERE EXISTS (SELECT 1 FROM live)`
-		args = append(args, s.owner, s.owner)
+		args = append(args, s.owner, s.owner, s.owner)
 	}
 	returning := `run_id`
 	if notifyInline {
-		returning += `, (SELECT pg_notify('` + EventsChannel + `', n.note) FROM n WHERE n.run_id = run_events.run_id AND n.seq = run_events.seq) IS NULL AS quiet`
+		returning += `, (SELECT ` + s.notifyIfHeard(`n.note`) + ` FROM n WHERE n.run_id = run_events.run_id AND n.seq = run_events.seq) IS NULL AS quiet`
 	}
 	ctes += `, ins AS (INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) SELECT v.run_id, v.seq, v.type, v.payload, v.diagnostics, v.ts FROM v` + where + ` RETURNING ` + returning + `)`
 	return ctes, args
+}
+
+// notifyIfHeard is the SQL expression that sends note on EventsChannel
+// when another host can hear it: with a lease key, only while the hosts
+// table holds another host (the peers clause of fencedInsert, read in the
+// statement's own snapshot); without one, always.
+//
+// Why not always: PostgreSQL serialises every transaction that notifies on
+// one database-wide lock, held until its commit is flushed to disk, so the
+// event writer's lanes queued on it one commit at a time even when no
+// other host listened. A host that joins makes the others notify from the
+// statements that start after its row is committed, and waits out those
+// that started before it (WaitOutOlderTransactions) before it serves
+// anything: no commit it could miss is left.
+func (s *Store) notifyIfHeard(note string) string {
+	notify := `pg_notify('` + EventsChannel + `', ` + note + `)`
+	if s.owner == "" {
+		return notify
+	}
+	return `CASE WHEN (SELECT heard FROM peers) THEN ` + notify + ` END`
 }
 
 // eventCols are a batch of events as one slice per column.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -104,6 +106,47 @@ func (s *Store) RegisterHost(ctx context.Context, leaseKey, hostID string, ttl t
 	_, err := s.w.ExecContext(ctx, s.rebind(`INSERT INTO hosts (lease_key, host_id, started_at, heartbeat_at, lease_until) VALUES (?, ?, ?, ?, ?)`),
 		leaseKey, hostID, now.UnixMilli(), now.UnixMilli(), now.Add(ttl).UnixMilli())
 	return translate(err)
+}
+
+// WaitOutOlderTransactions waits, on PostgreSQL, until every transaction
+// that began before the call has ended, for at most limit; it returns an
+// error if some still run then. A host calls it once its row is in hosts
+// (and it listens): a commit of another host's events whose statement
+// began before that row existed saw no peer and sent no notification
+// (notifyIfHeard), and it is over once this returns. Only transactions
+// whose state this database role may read count (its own role's, or all
+// with pg_read_all_stats): hosts share one role.
+func (s *Store) WaitOutOlderTransactions(ctx context.Context, limit time.Duration) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	var since time.Time
+	if err := s.r.GetContext(ctx, &since, `SELECT clock_timestamp()`); err != nil {
+		return translate(err)
+	}
+	deadline := time.Now().Add(limit)
+	wait := time.Millisecond
+	for {
+		var older []string
+		err := s.r.SelectContext(ctx, &older, `SELECT COALESCE(application_name, '') || ' (pid ' || pid || ')' FROM pg_stat_activity
+ WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+   AND state <> 'idle' AND xact_start < $1`, since)
+		if err != nil {
+			return translate(err)
+		}
+		if len(older) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d transactions that began before this host registered are still open after %s: %s", len(older), limit, strings.Join(older, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
 }
 
 // leaseToken is the lease renewal's entry among failing writes (outage).
