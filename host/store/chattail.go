@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -40,9 +41,47 @@ type chatTail struct {
 	budget, maxTurns int
 	total            int
 	// tail, oldest first, is shared with the callers it was returned to
-	// and is never written: a newer tail is a new array (its capacity is
-	// clipped, so an append cannot write past a caller's view).
+	// and none of them writes it (its capacity is clipped, so an append
+	// cannot write past a caller's view). It ends at slot end of arr
+	// (nil: an array of its own, with no room after it).
 	tail []ChatMessage
+	arr  *tailArray
+	end  int
+}
+
+// tailArray is an array that a chat's successive tails share, so that a
+// read adds the chat's new turns after the tail it holds instead of
+// copying the whole tail each time. used counts the slots written: a read
+// writes past its tail's end only if it is the first to claim those slots,
+// so two reads that hold the same tail never write the same slot, and no
+// slot a caller can see is written again.
+type tailArray struct {
+	slots []ChatMessage
+	used  atomic.Int64
+}
+
+// tailRoom is how many turns a new tailArray has room for after the tail
+// copied into it: that many turns are added in place before the next copy.
+// The turns the tails drop at their old end stay in the array until then.
+const tailRoom = 32
+
+// extend returns held's tail with added after it, where it ends in its
+// array and that array: in place when held's array has room after it that
+// nobody has claimed, else copied into a new array with tailRoom to spare.
+func (held chatTail) extend(added []ChatMessage) ([]ChatMessage, *tailArray, int) {
+	if len(added) == 0 {
+		return held.tail, held.arr, held.end
+	}
+	if a, end := held.arr, held.end+len(added); a != nil && end <= len(a.slots) &&
+		a.used.CompareAndSwap(int64(held.end), int64(end)) {
+		copy(a.slots[held.end:], added)
+		return a.slots[end-len(held.tail)-len(added) : end : end], a, end
+	}
+	n := len(held.tail) + len(added)
+	a := &tailArray{slots: make([]ChatMessage, n+tailRoom)}
+	copy(a.slots[copy(a.slots, held.tail):], added)
+	a.used.Store(int64(n))
+	return a.slots[:n:n], a, n
 }
 
 // chatTailCache keeps chat tails by chat session id, least recently used
@@ -264,10 +303,11 @@ func (s *Store) chatTailSince(ctx context.Context, sessionID string, held chatTa
 	if len(added) > chatTailNewLimit || total != held.total+len(added) {
 		return ChatSession{}, nil, 0, false, nil
 	}
-	// held.tail is clipped: appending copies it once into a new array,
-	// and the tail cached and returned share that one.
-	tail := slices.Clip(trimTail(append(held.tail, added...), held.budget, held.maxTurns))
-	s.chatTails.put(sessionID, chatTail{budget: held.budget, maxTurns: held.maxTurns, total: total, tail: tail})
+	// The tail cached and the one returned are the same slice; trimming
+	// drops turns at its old end only, so it still ends at end.
+	tail, arr, end := held.extend(added)
+	tail = trimTail(tail, held.budget, held.maxTurns)
+	s.chatTails.put(sessionID, chatTail{budget: held.budget, maxTurns: held.maxTurns, total: total, tail: tail, arr: arr, end: end})
 	return rows[0].ChatSession, tail, max(0, total-len(tail)), true, nil
 }
 

@@ -203,9 +203,9 @@ func TestChatTailsReturnedStayPut(t *testing.T) {
 	assert.Equal(t, kept, ids(first), "the first tail is as it was returned")
 	assert.Equal(t, ids(second), ids(third))
 	assert.Len(t, second, 7)
-	// What makes the sharing safe: the held tail has no room to grow, so
-	// the next read's append copies it instead of writing into an array
-	// that readers at once would both write.
+	// What makes the sharing safe: a tail handed out has no room to grow
+	// (a caller's append copies it), and reads claim the array's slots
+	// after it before they write them (TestChatTailExtendClaimsSlots).
 	held, ok := s.chatTails.get("chat_s")
 	require.True(t, ok)
 	assert.Equal(t, len(held.tail), cap(held.tail))
@@ -252,4 +252,48 @@ func seedChat(tb testing.TB, s *Store, id string) {
 	user, err := s.EnsureUser(ctx, "t1", "usr_1", "u@t1")
 	require.NoError(tb, err)
 	require.NoError(tb, s.CreateChatSession(ctx, ChatSession{ID: id, TenantID: "t1", AppID: "app1", UserID: user, Title: id}))
+}
+
+// TestChatTailExtendClaimsSlots: the chat's new turns go into the array
+// after the held tail while it has room, without copying the tail; a second
+// read from the same held tail (readers at once) finds those slots taken
+// and copies, so neither writes what the other returned.
+func TestChatTailExtendClaimsSlots(t *testing.T) {
+	msg := func(id string) ChatMessage { return ChatMessage{ID: id, Content: id} }
+	held := chatTail{tail: []ChatMessage{msg("a"), msg("b")}}
+	first, arr, end := held.extend([]ChatMessage{msg("c")})
+	require.Equal(t, []string{"a", "b", "c"}, ids(first))
+	require.Equal(t, 3, end)
+	assert.Equal(t, len(first), cap(first), "handed out clipped")
+
+	held = chatTail{tail: first, arr: arr, end: end}
+	second, arr2, end2 := held.extend([]ChatMessage{msg("d"), msg("e")})
+	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, ids(second))
+	assert.Same(t, arr, arr2, "added in place")
+	assert.Same(t, &first[0], &second[0], "the tail was not copied")
+	assert.Equal(t, 5, end2)
+
+	// Another read that held the same three-turn tail cannot claim slots 3
+	// and 4 again: it copies, and the second tail keeps d and e.
+	other, arr3, _ := held.extend([]ChatMessage{msg("x")})
+	assert.NotSame(t, arr, arr3)
+	assert.Equal(t, []string{"a", "b", "c", "x"}, ids(other))
+	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, ids(second))
+
+	// Past its room the array is left for a new one.
+	held = chatTail{tail: second, arr: arr, end: end2}
+	var many []ChatMessage
+	for i := range tailRoom {
+		many = append(many, msg(fmt.Sprintf("m%02d", i)))
+	}
+	grown, arr4, end4 := held.extend(many)
+	assert.NotSame(t, arr, arr4)
+	assert.Len(t, grown, 5+tailRoom)
+	assert.Equal(t, 5+tailRoom, end4)
+	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, ids(second), "the old tail is untouched")
+
+	same, arr5, end5 := chatTail{tail: grown, arr: arr4, end: end4}.extend(nil)
+	assert.Equal(t, ids(grown), ids(same))
+	assert.Same(t, arr4, arr5)
+	assert.Equal(t, end4, end5)
 }
