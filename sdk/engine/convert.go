@@ -36,11 +36,23 @@ func requestToProto(r RunRequest) *enginev1.RunRequest {
 			TokenBudget:       r.Limits.TokenBudget,
 		},
 	}
-	for _, m := range r.History {
-		p.History = append(p.History, &enginev1.Message{Role: m.Role, RoleEnum: roles.ToProto(m.Role), Content: m.Content})
+	// A chat's history is up to hundreds of messages a run: one block of
+	// messages and one of pointers, not an allocation each.
+	if n := len(r.History); n > 0 {
+		msgs := make([]enginev1.Message, n)
+		p.History = make([]*enginev1.Message, n)
+		for i, m := range r.History {
+			msgs[i].Role, msgs[i].RoleEnum, msgs[i].Content = m.Role, roles.ToProto(m.Role), m.Content
+			p.History[i] = &msgs[i]
+		}
 	}
-	for _, t := range r.Tools {
-		p.Tools = append(p.Tools, &enginev1.ToolDescriptor{Name: t.Name, Description: t.Description, InputSchemaJson: t.InputSchema})
+	if n := len(r.Tools); n > 0 {
+		tools := make([]enginev1.ToolDescriptor, n)
+		p.Tools = make([]*enginev1.ToolDescriptor, n)
+		for i, t := range r.Tools {
+			tools[i].Name, tools[i].Description, tools[i].InputSchemaJson = t.Name, t.Description, t.InputSchema
+			p.Tools[i] = &tools[i]
+		}
 	}
 	return p
 }
@@ -61,11 +73,17 @@ func requestFromProto(p *enginev1.RunRequest) RunRequest {
 			TokenBudget:       l.GetTokenBudget(),
 		},
 	}
-	for _, h := range p.GetHistory() {
-		r.History = append(r.History, Message{Role: roles.FromProto(h.GetRoleEnum(), h.GetRole()), Content: h.GetContent()})
+	if h := p.GetHistory(); len(h) > 0 {
+		r.History = make([]Message, len(h))
+		for i, m := range h {
+			r.History[i] = Message{Role: roles.FromProto(m.GetRoleEnum(), m.GetRole()), Content: m.GetContent()}
+		}
 	}
-	for _, t := range p.GetTools() {
-		r.Tools = append(r.Tools, ToolDescriptor{Name: t.GetName(), Description: t.GetDescription(), InputSchema: t.GetInputSchemaJson()})
+	if ts := p.GetTools(); len(ts) > 0 {
+		r.Tools = make([]ToolDescriptor, len(ts))
+		for i, t := range ts {
+			r.Tools[i] = ToolDescriptor{Name: t.GetName(), Description: t.GetDescription(), InputSchema: t.GetInputSchemaJson()}
+		}
 	}
 	return r
 }

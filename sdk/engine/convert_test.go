@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -135,5 +136,24 @@ func TestMessageRoleStringAndEnum(t *testing.T) {
 			require.Len(t, back.History, 1)
 			assert.Equal(t, tc.want, back.History[0].Role)
 		})
+	}
+}
+
+// BenchmarkRunRequestConversion: a run's request with a 200-message
+// history (a long chat at the host's default bound) and 12 tools, to its
+// proto and back: once per run on each side of the engine plugin.
+func BenchmarkRunRequestConversion(b *testing.B) {
+	req := RunRequest{RunID: "run_1", Prompt: "say ok"}
+	for i := range 200 {
+		req.History = append(req.History, Message{Role: []string{"user", "assistant"}[i%2], Content: "a turn of the chat"})
+	}
+	for i := range 12 {
+		req.Tools = append(req.Tools, ToolDescriptor{Name: fmt.Sprintf("tool_%d", i), Description: "does a thing", InputSchema: []byte(`{"type":"object"}`)})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if back := requestFromProto(requestToProto(req)); len(back.History) != len(req.History) {
+			b.Fatal("history lost")
+		}
 	}
 }
