@@ -39,12 +39,12 @@ type host struct {
 // is where its sandbox uids can reach it (the plugin runs as root in CI).
 func defaultConfigs(t testing.TB) []pluginmgr.Config {
 	return []pluginmgr.Config{
-		{Name: "mock", Kind: plugin.KindEngine, Command: filepath.Join(binDir, "agenthost-engine-mock"), Enabled: true, Config: []byte("{}")},
-		{Name: "local", Kind: plugin.KindSandbox, Command: filepath.Join(binDir, "agenthost-sandbox-local"), Enabled: true, Config: testenv.LocalSandboxConfig(t)},
+		{Name: "mock", Kind: plugin.KindEngine, Command: filepath.Join(binDir, "agenthost-engine-mock"), Enabled: true, Config: []byte("{}"), MaxProcs: testenv.DefaultMaxProcs["mock"]},
+		{Name: "local", Kind: plugin.KindSandbox, Command: filepath.Join(binDir, "agenthost-sandbox-local"), Enabled: true, Config: testenv.LocalSandboxConfig(t), MaxProcs: testenv.DefaultMaxProcs["local"]},
 		// The spine's tests write through the legacy whole-file tool, on
 		// here explicitly (it is off by default); the patch tools have
 		// their own end-to-end test.
-		{Name: "patch", Kind: plugin.KindToolpack, Command: filepath.Join(binDir, "agenthost-toolpack-patch"), Enabled: true, Config: []byte(`{"legacy_write_file": true}`)},
+		{Name: "patch", Kind: plugin.KindToolpack, Command: filepath.Join(binDir, "agenthost-toolpack-patch"), Enabled: true, Config: []byte(`{"legacy_write_file": true}`), MaxProcs: testenv.DefaultMaxProcs["patch"]},
 	}
 }
 

@@ -43,14 +43,19 @@ func noopBinary(b testing.TB) string {
 // BenchmarkBareGoPluginHop is the floor of every plugin call: one unary
 // call (go-plugin's own health check) to a plugin that does nothing,
 // launched as the manager launches every plugin (pluginCmd, clientConfig:
-// gRPC over go-plugin's socket, AutoMTLS). A tool call crossed four such
+// gRPC over go-plugin's socket, AutoMTLS), with a shipped toolpack's
+// environment. A tool call crossed four such
 // hops (engine → host → toolpack → host → sandbox), three since toolpacks
 // reach the sandbox plugin directly; the ratio printer holds
 // BenchmarkToolCallRoundTrip against four of these, as issue 16 counts.
 // cpu-µs/op is the CPU a hop cost both processes (testenv.TreeCPU).
 func BenchmarkBareGoPluginHop(b *testing.B) {
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
-	client := goplugin.NewClient(clientConfig(pluginCmd(noopBinary(b), nil, nil), noopplugin.PluginSet(), nil, log, 30*time.Second))
+	// With the environment a shipped toolpack gets (its max_procs among
+	// it): one core's worth of Go saves a hop a fifth of its CPU, and the
+	// floor must not be the slower for lacking it.
+	env := (&Manager{}).env(Config{MaxProcs: testenv.DefaultMaxProcs["patch"]})
+	client := goplugin.NewClient(clientConfig(pluginCmd(noopBinary(b), nil, env), noopplugin.PluginSet(), nil, log, 30*time.Second))
 	defer client.Kill()
 	rpc, err := client.Client()
 	if err != nil {
