@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
-	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	"github.com/stretchr/testify/assert"
@@ -19,11 +18,9 @@ import (
 // disk); once another host is registered, each commit notifies again, a
 // plain insert and a run's end with its terminal event alike.
 func TestEventsNotifiedOnlyWhenHeard(t *testing.T) {
-	url := testenv.PostgresURL(t)
 	ctx := context.Background()
-	a, err := Open(ctx, url, "")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.Close() })
+	a := openPostgres(t)
+	url := a.connStr
 	require.NoError(t, a.RegisterHost(ctx, "a/1", "a", time.Minute))
 	a.SetOwner("a/1")
 	seedApp(t, a)
@@ -42,7 +39,7 @@ func TestEventsNotifiedOnlyWhenHeard(t *testing.T) {
 	}()
 
 	alone := newRun("run_alone")
-	_, err = a.StartRun(ctx, alone, nil, core.EventInput{Type: core.EventRunAccepted})
+	_, err := a.StartRun(ctx, alone, nil, core.EventInput{Type: core.EventRunAccepted})
 	require.NoError(t, err)
 	_, err = a.Append(ctx, alone, core.EventInput{Type: core.EventAssistantDelta, Payload: []byte(`{"text":"unheard"}`)})
 	require.NoError(t, err)
@@ -81,14 +78,11 @@ func TestEventsNotifiedOnlyWhenHeard(t *testing.T) {
 // transactions that began before it have ended; one still open past the
 // limit is named in the error.
 func TestWaitOutOlderTransactions(t *testing.T) {
-	url := testenv.PostgresURL(t)
 	ctx := context.Background()
-	s, err := Open(ctx, url, "")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
+	s := openPostgres(t)
 	require.NoError(t, s.WaitOutOlderTransactions(ctx, time.Minute), "nothing older is open")
 
-	other, err := sqlx.Open("postgres", url+"&application_name=older-session")
+	other, err := sqlx.Open("postgres", s.connStr+"&application_name=older-session")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = other.Close() })
 	tx, err := other.BeginTxx(ctx, nil)
