@@ -214,16 +214,14 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	if err != nil {
 		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	written = make(map[string]string, len(spec.Files))
-	for _, f := range spec.Files {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		fi, err := staged.WriteFile(ctx, f.Path, f.Data, f.Mode)
-		if err != nil {
-			return nil, nil, err
-		}
-		written[fi.Path] = fi.SHA256
+	// Nobody sees the staged tree before it is complete: files go in
+	// under their own names, each folder opened once (WriteNew).
+	files := make([]dirfs.NewFile, len(spec.Files))
+	for i, f := range spec.Files {
+		files[i] = dirfs.NewFile{Path: f.Path, Data: f.Data, Mode: f.Mode}
+	}
+	if written, err = staged.WriteNew(ctx, files); err != nil {
+		return nil, nil, err
 	}
 	// No command has run in the staged tree yet, so a plain walk is safe.
 	if err := owned.OwnTree(wsDir, owner(cfg)); err != nil {

@@ -255,16 +255,8 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	if err != nil {
 		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	known = make(map[string]string, len(spec.Files))
-	for _, f := range spec.Files {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		fi, err := staged.WriteFile(ctx, f.Path, f.Data, f.Mode)
-		if err != nil {
-			return nil, nil, err
-		}
-		known[fi.Path] = fi.SHA256
+	if known, err = staged.WriteNew(ctx, newFiles(spec.Files)); err != nil {
+		return nil, nil, err
 	}
 	// No command has run in the staged tree yet, so a plain walk is safe.
 	if err := handTo(filepath.Join(stage, workspaceDir), uid); err != nil {
@@ -283,6 +275,16 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	placed = true
 	b, err = newBox(cfg, m, uid, true)
 	return b, known, err
+}
+
+// newFiles are a sandbox's files as dirfs.WriteNew takes them: nobody
+// sees the staged tree before it is complete.
+func newFiles(files []sandbox.File) []dirfs.NewFile {
+	out := make([]dirfs.NewFile, len(files))
+	for i, f := range files {
+		out[i] = dirfs.NewFile{Path: f.Path, Data: f.Data, Mode: f.Mode}
+	}
+	return out
 }
 
 // handTo gives a workspace no command is running in to uid, closed to
