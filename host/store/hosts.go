@@ -128,7 +128,7 @@ func (s *Store) WaitOutOlderTransactions(ctx context.Context, limit time.Duratio
 	wait := time.Millisecond
 	for {
 		var older []string
-		err := s.r.SelectContext(ctx, &older, `SELECT COALESCE(application_name, '') || ' (pid ' || pid || ')' FROM pg_stat_activity
+		err := s.r.SelectContext(ctx, &older, `SELECT 'pid ' || pid || COALESCE(' (' || NULLIF(application_name, '') || ')', '') FROM pg_stat_activity
  WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()
    AND state <> 'idle' AND xact_start < $1`, since)
 		if err != nil {

@@ -345,11 +345,8 @@ func (f *FS) WriteFile(_ context.Context, p string, data []byte, mode uint32) (w
 	if rel == "" {
 		return workspace.FileInfo{}, denied(p, "is the workspace root")
 	}
-	if f.maxBytes > 0 && int64(len(data)) > f.maxBytes {
-		return workspace.FileInfo{}, plugin.Errorf(plugin.CodeTooLarge, p, "%d bytes for %q; the limit is %d", len(data), p, f.maxBytes)
-	}
-	if mode == 0 {
-		mode = 0o644
+	if err := f.checkSize(p, data); err != nil {
+		return workspace.FileInfo{}, err
 	}
 	r, err := f.open()
 	if err != nil {
@@ -360,10 +357,7 @@ func (f *FS) WriteFile(_ context.Context, p string, data []byte, mode uint32) (w
 		return workspace.FileInfo{}, plugin.Errorf(plugin.CodeIsDirectory, p, "%q is a folder", p)
 	}
 	dir := path.Dir(rel)
-	if err := r.MkdirAll(dir, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			err = syscall.ENOTDIR // a file sits where a parent folder should be
-		}
+	if err := mkdirAll(r, dir); err != nil {
 		return workspace.FileInfo{}, mapErr(p, err)
 	}
 	// Marked before and after the write: a snapshot that began before
@@ -371,17 +365,7 @@ func (f *FS) WriteFile(_ context.Context, p string, data []byte, mode uint32) (w
 	f.writes.touch(rel)
 	defer f.writes.touch(rel)
 	tmp := path.Join(dir, ".agenthost-tmp-"+rand.Text()[:16])
-	file, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return workspace.FileInfo{}, mapErr(p, err)
-	}
-	_, err = file.Write(data)
-	if err == nil {
-		err = file.Chmod(fs.FileMode(mode).Perm())
-	}
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
+	err = createFile(r, tmp, os.O_EXCL, data, mode)
 	if err == nil {
 		err = r.Rename(tmp, rel)
 	}

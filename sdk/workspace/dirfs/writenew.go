@@ -46,10 +46,7 @@ func (f *FS) WriteNew(ctx context.Context, files []NewFile) (map[string]string, 
 		if d, ok := dirs[rel]; ok {
 			return d, nil
 		}
-		if err := r.MkdirAll(rel, 0o755); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				err = syscall.ENOTDIR // a file sits where a folder should be
-			}
+		if err := mkdirAll(r, rel); err != nil {
 			return nil, err
 		}
 		d, err := r.OpenRoot(rel)
@@ -71,19 +68,15 @@ func (f *FS) WriteNew(ctx context.Context, files []NewFile) (map[string]string, 
 		if rel == "" {
 			return nil, denied(nf.Path, "is the workspace root")
 		}
-		if f.maxBytes > 0 && int64(len(nf.Data)) > f.maxBytes {
-			return nil, plugin.Errorf(plugin.CodeTooLarge, nf.Path, "%d bytes for %q; the limit is %d", len(nf.Data), nf.Path, f.maxBytes)
-		}
-		mode := nf.Mode
-		if mode == 0 {
-			mode = 0o644
+		if err := f.checkSize(nf.Path, nf.Data); err != nil {
+			return nil, err
 		}
 		dir, name := path.Split(rel)
 		d, err := folder(path.Clean("/" + dir)[1:])
 		if err != nil {
 			return nil, mapErr(nf.Path, err)
 		}
-		if err := writeNewFile(d, name, nf.Data, fs.FileMode(mode).Perm()); err != nil {
+		if err := createFile(d, name, os.O_TRUNC, nf.Data, nf.Mode); err != nil {
 			return nil, mapErr(nf.Path, err)
 		}
 		sum := sha256.Sum256(nf.Data)
@@ -92,16 +85,39 @@ func (f *FS) WriteNew(ctx context.Context, files []NewFile) (map[string]string, 
 	return sums, nil
 }
 
-// writeNewFile writes name in folder d with exactly perm (whatever the
-// umask: chmod after the create).
-func writeNewFile(d *os.Root, name string, data []byte, perm fs.FileMode) error {
-	file, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+// checkSize refuses data over the workspace's file size limit.
+func (f *FS) checkSize(p string, data []byte) error {
+	if f.maxBytes > 0 && int64(len(data)) > f.maxBytes {
+		return plugin.Errorf(plugin.CodeTooLarge, p, "%d bytes for %q; the limit is %d", len(data), p, f.maxBytes)
+	}
+	return nil
+}
+
+// mkdirAll makes folder rel and its parents (0755) under r; a file where
+// a folder should be is ENOTDIR, as the path's own lookup would say.
+func mkdirAll(r *os.Root, rel string) error {
+	err := r.MkdirAll(rel, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		err = syscall.ENOTDIR
+	}
+	return err
+}
+
+// createFile creates name under r (os.O_EXCL or os.O_TRUNC in flag) with
+// data and exactly mode's permission bits, whatever the umask (0 means
+// 0644): the mode is set after the create, and only permission bits are
+// kept, so no setuid comes from a tool.
+func createFile(r *os.Root, name string, flag int, data []byte, mode uint32) error {
+	if mode == 0 {
+		mode = 0o644
+	}
+	file, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|flag, 0o600)
 	if err != nil {
 		return err
 	}
 	_, err = file.Write(data)
 	if err == nil {
-		err = file.Chmod(perm)
+		err = file.Chmod(fs.FileMode(mode).Perm())
 	}
 	if cerr := file.Close(); err == nil {
 		err = cerr
