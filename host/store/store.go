@@ -154,7 +154,7 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 	// never loses a committed transaction to a process crash (only to an OS
 	// crash or power loss); busy_timeout covers the writer/reader handoff.
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"journal_mode(WAL)", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()), "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
@@ -235,6 +235,10 @@ func connectionDefaults(databaseURL string) (string, error) {
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
+
+// sqliteBusyTimeout is how long a SQLite connection waits for a lock
+// another holds before its statement fails with SQLITE_BUSY.
+const sqliteBusyTimeout = 10 * time.Second
 
 // sqliteReaders is how many read connections a SQLite store keeps.
 const sqliteReaders = 8
