@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/config"
-	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/engine"
@@ -205,7 +205,7 @@ func (c tokensCreateCmd) Run(g *globals) error {
 	if err := st.EnsureTenant(ctx, c.Tenant, c.Tenant); err != nil {
 		return err
 	}
-	user, err := st.EnsureUser(ctx, c.Tenant, orchestrator.NewID("usr"), c.Email)
+	user, err := st.EnsureUser(ctx, c.Tenant, core.NewID("usr"), c.Email)
 	if err != nil {
 		return err
 	}

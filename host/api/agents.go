@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
-	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/agentcontract"
 	"github.com/agenthost/agenthost/sdk/engine"
@@ -86,7 +85,7 @@ func (s *Server) createAgent(c *gin.Context) {
 		}
 		tools = append(tools, store.AgentTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, UIHints: hintsJSON})
 	}
-	a := store.Agent{ID: orchestrator.NewID("agent"), TenantID: principal(c).TenantID, Name: req.Name, Description: req.Description}
+	a := store.Agent{ID: core.NewID("agent"), TenantID: principal(c).TenantID, Name: req.Name, Description: req.Description}
 	if err := s.deps.Store.CreateAgent(c.Request.Context(), &a, tools); err != nil {
 		_ = c.Error(err)
 		return

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/core"
-	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/host/templates"
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -122,11 +121,11 @@ func (s *Server) createApp(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	p := principal(c)
-	a := store.App{ID: orchestrator.NewID("app"), TenantID: p.TenantID, Name: name}
+	a := store.App{ID: core.NewID("app"), TenantID: p.TenantID, Name: name}
 	// The app's first files get a checkpoint like any later state, so a
 	// user can always go back to what they started with.
-	cp := &store.Checkpoint{ID: orchestrator.NewID("cp"), Kind: store.CheckpointCreated, Label: "created: " + core.Title(name, core.MaxTitleRunes)}
-	got, _, err := s.deps.Store.CreateAppWithRevision(ctx, a, store.NewRevision{ID: orchestrator.NewID("rev"), Source: source,
+	cp := &store.Checkpoint{ID: core.NewID("cp"), Kind: store.CheckpointCreated, Label: "created: " + core.Title(name, core.MaxTitleRunes)}
+	got, _, err := s.deps.Store.CreateAppWithRevision(ctx, a, store.NewRevision{ID: core.NewID("rev"), Source: source,
 		AuthorID: p.UserID, Message: "created", Files: files, Checkpoint: cp})
 	if err != nil {
 		_ = c.Error(err)

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/core"
-	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/gin-gonic/gin"
@@ -176,7 +175,7 @@ func (s *Server) createChat(c *gin.Context) {
 
 func (s *Server) newChat(ctx context.Context, a store.App, p store.Principal, title string) (store.ChatSession, error) {
 	title = core.Title(title, core.MaxTitleRunes)
-	cs := store.ChatSession{ID: orchestrator.NewID("chat"), TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, Title: title}
+	cs := store.ChatSession{ID: core.NewID("chat"), TenantID: p.TenantID, AppID: a.ID, UserID: p.UserID, Title: title}
 	if err := s.deps.Store.CreateChatSession(ctx, cs); err != nil {
 		return store.ChatSession{}, err
 	}

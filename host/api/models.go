@@ -9,7 +9,6 @@ import (
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/endpoints"
-	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/engine"
 	"github.com/gin-gonic/gin"
@@ -126,7 +125,7 @@ func (s *Server) createModel(c *gin.Context) {
 		_ = c.Error(err)
 		return
 	}
-	m := store.Model{ID: orchestrator.NewID("mdl"), TenantID: tenant, Name: req.Name, Kind: "chat", Provider: req.Provider,
+	m := store.Model{ID: core.NewID("mdl"), TenantID: tenant, Name: req.Name, Kind: "chat", Provider: req.Provider,
 		ProviderModel: req.ProviderModel, BaseURL: req.BaseURL, APIKeyEnv: req.APIKeyEnv, Active: !req.Inactive}
 	var bindings []store.Binding
 	for _, b := range req.Bindings {

@@ -10,7 +10,6 @@ import (
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/apply"
 	"github.com/agenthost/agenthost/host/linediff"
-	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/gin-gonic/gin"
@@ -421,8 +420,8 @@ func (s *Server) createRevision(c *gin.Context) {
 	if msg == "" {
 		msg = "edit"
 	}
-	cp := &store.Checkpoint{ID: orchestrator.NewID("cp"), Kind: store.CheckpointEdit, Label: core.Title(msg, core.MaxTitleRunes)}
-	rev, _, err := s.deps.Store.CreateRevision(ctx, store.NewRevision{ID: orchestrator.NewID("rev"), AppID: a.ID, ParentID: a.DraftRevisionID,
+	cp := &store.Checkpoint{ID: core.NewID("cp"), Kind: store.CheckpointEdit, Label: core.Title(msg, core.MaxTitleRunes)}
+	rev, _, err := s.deps.Store.CreateRevision(ctx, store.NewRevision{ID: core.NewID("rev"), AppID: a.ID, ParentID: a.DraftRevisionID,
 		Source: "manual", AuthorID: principal(c).UserID, Message: msg, Files: files, AdvanceDraft: true, DraftFrom: a.DraftRevisionID,
 		Checkpoint: cp})
 	if err != nil {

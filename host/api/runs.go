@@ -221,7 +221,7 @@ func (s *Server) createRun(c *gin.Context) {
 			return
 		}
 	} else {
-		chat = store.ChatSession{ID: orchestrator.NewID("chat"), Title: core.Title(req.Prompt, core.MaxTitleRunes)}
+		chat = store.ChatSession{ID: core.NewID("chat"), Title: core.Title(req.Prompt, core.MaxTitleRunes)}
 	}
 	// The selected agent's contract: in the run's context, as a file in its
 	// sandbox for the contract tools, and summarised in its history.
@@ -255,7 +255,7 @@ func (s *Server) createRun(c *gin.Context) {
 	// The user's turn (and a new session) is recorded with the run, before
 	// it starts, so it always precedes the run's answer, and a start that
 	// fails leaves neither behind.
-	runID := orchestrator.NewID("run")
+	runID := core.NewID("run")
 	turn := &core.ChatTurn{MessageID: MessageID(), Content: req.Prompt, NewSession: req.ChatSessionID == "", Title: chat.Title}
 	run, err := s.deps.Runs.Start(ctx, orchestrator.StartRequest{
 		Turn:  turn,

@@ -9,8 +9,6 @@ package apply
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -141,7 +139,7 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, res orchestrat
 		head := app.DraftRevisionID
 		if head == run.BaseRevisionID && runRevID == "" {
 			rev, _, err := a.st.CreateRevision(ctx, store.NewRevision{
-				ID: newID("rev"), AppID: run.AppID, ParentID: run.BaseRevisionID, Source: "run", AuthorID: run.UserID,
+				ID: core.NewID("rev"), AppID: run.AppID, ParentID: run.BaseRevisionID, Source: "run", AuthorID: run.UserID,
 				RunID: run.ID, Message: message, Manifest: ours, AdvanceDraft: true, DraftFrom: head,
 			})
 			if core.CodeOf(err) == core.CodeRevisionConflict {
@@ -166,7 +164,7 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, res orchestrat
 			// The run's own result is kept either way: as the merge's
 			// second parent, or set aside when it conflicts.
 			rev, _, err := a.st.CreateRevision(ctx, store.NewRevision{
-				ID: newID("rev"), AppID: run.AppID, ParentID: run.BaseRevisionID, Source: "run", AuthorID: run.UserID,
+				ID: core.NewID("rev"), AppID: run.AppID, ParentID: run.BaseRevisionID, Source: "run", AuthorID: run.UserID,
 				RunID: run.ID, Message: message, Manifest: ours, Unapplied: len(conflicts) > 0,
 			})
 			if err != nil {
@@ -187,7 +185,7 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, res orchestrat
 			return outcome(res, nil, diag), nil
 		}
 		mergeRev, _, err := a.st.CreateRevision(ctx, store.NewRevision{
-			ID: newID("rev"), AppID: run.AppID, ParentID: head, MergeParentID: runRevID, Source: "merge", AuthorID: run.UserID,
+			ID: core.NewID("rev"), AppID: run.AppID, ParentID: head, MergeParentID: runRevID, Source: "merge", AuthorID: run.UserID,
 			RunID: run.ID, Message: "merge: " + message, Manifest: merged, AdvanceDraft: true, DraftFrom: head,
 		})
 		if core.CodeOf(err) == core.CodeRevisionConflict {
@@ -271,7 +269,7 @@ func sized(m []store.ManifestEntry) []core.SizedFile {
 // checkpointed records a checkpoint at rev and builds the outcome with its
 // events.
 func (a *Applier) checkpointed(ctx context.Context, run *core.Run, rev store.Revision, res Result) (orchestrator.ApplyOutcome, error) {
-	cp := store.Checkpoint{ID: newID("cp"), AppID: run.AppID, RevisionID: rev.ID, RunID: run.ID,
+	cp := store.Checkpoint{ID: core.NewID("cp"), AppID: run.AppID, RevisionID: rev.ID, RunID: run.ID,
 		ChatSessionID: run.ChatSessionID, Kind: "run", Label: rev.Message}
 	if err := a.st.CreateCheckpoint(ctx, &cp); err != nil {
 		return orchestrator.ApplyOutcome{}, fmt.Errorf("record checkpoint: %w", err)
@@ -314,10 +312,4 @@ func summary(prompt string) string {
 		return line
 	}
 	return "run"
-}
-
-func newID(prefix string) string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "_" + hex.EncodeToString(b[:])
 }

@@ -45,7 +45,7 @@ func Restore(ctx context.Context, st RestoreStore, appID string, from store.Chec
 			return Restored{}, err
 		}
 		rev, _, err := st.CreateRevision(ctx, store.NewRevision{
-			ID: newID("rev"), AppID: appID, ParentID: app.DraftRevisionID, Source: "restore", AuthorID: userID,
+			ID: core.NewID("rev"), AppID: appID, ParentID: app.DraftRevisionID, Source: "restore", AuthorID: userID,
 			Message:  fmt.Sprintf("restore checkpoint %s (revision %s)", from.ID, from.RevisionID),
 			Manifest: manifest, AdvanceDraft: true, DraftFrom: app.DraftRevisionID,
 		})
@@ -55,7 +55,7 @@ func Restore(ctx context.Context, st RestoreStore, appID string, from store.Chec
 		if err != nil {
 			return Restored{}, fmt.Errorf("store restored revision: %w", err)
 		}
-		cp := store.Checkpoint{ID: newID("cp"), AppID: appID, RevisionID: rev.ID, ChatSessionID: chatSessionID,
+		cp := store.Checkpoint{ID: core.NewID("cp"), AppID: appID, RevisionID: rev.ID, ChatSessionID: chatSessionID,
 			Kind: "restore", Label: "restored " + from.ID}
 		if err := st.CreateCheckpoint(ctx, &cp); err != nil {
 			return Restored{}, fmt.Errorf("record checkpoint: %w", err)

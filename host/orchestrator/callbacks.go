@@ -25,7 +25,7 @@ type lease struct {
 }
 
 func (o *Orchestrator) lend(runID string, ref *sandboxRef) string {
-	id := NewID("ws")
+	id := core.NewID("ws")
 	var ws workspace.Workspace
 	if c, ok := ref.client.(interface {
 		Workspace(id string) workspace.Workspace
@@ -154,7 +154,7 @@ func (o *Orchestrator) RequestPermission(ctx context.Context, runID string, req 
 func (o *Orchestrator) askPermission(ctx context.Context, ar *activeRun, req engine.PermissionRequest) (engine.PermissionDecision, error) {
 	ar.touch()
 	if req.PermissionID == "" {
-		req.PermissionID = NewID("perm")
+		req.PermissionID = core.NewID("perm")
 	}
 	p := &pendingPermission{id: req.PermissionID, decision: make(chan engine.PermissionDecision, 1)}
 	ar.mu.Lock()
@@ -338,7 +338,7 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 		return plugin.ToolResult{}, fmt.Errorf("run %s is being cancelled: %w", runID, context.Canceled)
 	}
 	if call.CallID == "" {
-		call.CallID = NewID("call")
+		call.CallID = core.NewID("call")
 	}
 	input := call.Input
 	if !json.Valid(input) {

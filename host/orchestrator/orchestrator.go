@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,13 +181,6 @@ func awaitPlugin[T any](ctx context.Context, get func() (T, pluginmgr.Handle, er
 	}
 }
 
-// NewID returns a random id with a prefix, e.g. run_3f2a….
-func NewID(prefix string) string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "_" + hex.EncodeToString(b[:])
-}
-
 // Ready reports whether a run on this engine and sandbox backend could
 // start now; callers check it before writing anything for a run. A plugin
 // being relaunched after a crash counts as ready: the run waits for it
@@ -233,7 +224,7 @@ func (o *Orchestrator) Start(ctx context.Context, req StartRequest) (*core.Run, 
 		RequestedModelID: req.RequestedModelID, ResolvedModelID: req.Model.ID, Context: req.Context,
 	}
 	if run.ID == "" {
-		run.ID = NewID("run")
+		run.ID = core.NewID("run")
 	}
 	// The sandbox is allocated now and provisioned after the answer: the
 	// run says which one and that it is starting from its creation on.
