@@ -259,12 +259,15 @@ func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r 
  resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
  error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
  updated_at = ?, finished_at = ?
- WHERE id = ? AND status IN (?)`+fence+` RETURNING `+runColumns, args...)
+ WHERE id = ? AND status IN (?)`+fence+` RETURNING owner`, args...)
 	if err != nil {
 		return nil, err
 	}
-	var out runRow
-	err = sqlx.GetContext(ctx, q, &out, s.rebind(stmt), args...)
+	// The row is what was just written, and the columns the statement
+	// does not set never change after the run is created: only the owner
+	// (a takeover) comes back. Returning the whole row cost the SQLite
+	// writer as much to scan as the UPDATE took to run.
+	err = q.QueryRowxContext(ctx, s.rebind(stmt), args...).Scan(&row.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Not a hot path: say why nothing was written.
 		if in.has() {
@@ -292,7 +295,7 @@ func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r 
 	if err != nil {
 		return nil, translate(err)
 	}
-	return out.toRun(), nil
+	return row.toRun(), nil
 }
 
 // GetRunByIdempotencyKey finds the run a tenant created with a key, or

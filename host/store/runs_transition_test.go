@@ -33,6 +33,14 @@ func TestTransitionRun(t *testing.T) {
 		assert.Equal(t, "k1", got.IdempotencyKey, "what a transition does not change is kept")
 		assert.Equal(t, r.Prompt, got.Prompt)
 		assert.JSONEq(t, `{"timing_metrics_ms":{"create_run":3}}`, string(got.Context))
+		// What comes back is the stored row, not the caller's copy: times
+		// to the millisecond the log keeps.
+		next.UpdatedAt = time.Now()
+		got, err = s.TransitionRun(ctx, &next, core.Sources(core.RunRunning))
+		require.NoError(t, err)
+		stored, err := s.GetRun(ctx, "run_1")
+		require.NoError(t, err)
+		assert.Equal(t, stored, got)
 
 		// Running to running: recording the sandbox keeps the state.
 		next = *got
@@ -44,7 +52,7 @@ func TestTransitionRun(t *testing.T) {
 		done.Status, done.FinishedAt, done.OutputText, done.InputTokens = core.RunCompleted, &started, "ok", 42
 		got, err = s.TransitionRun(ctx, &done, core.Sources(core.RunCompleted))
 		require.NoError(t, err)
-		stored, err := s.GetRun(ctx, "run_1")
+		stored, err = s.GetRun(ctx, "run_1")
 		require.NoError(t, err)
 		assert.Equal(t, got, stored)
 		assert.Equal(t, core.RunCompleted, stored.Status)
