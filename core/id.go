@@ -21,10 +21,13 @@ import (
 // 15.9 pages of log a turn became 12.9.
 //
 // An id is a name, never a secret: the API checks who may see what.
-func NewID(prefix string) string {
+func NewID(prefix string) string { return newIDAt(prefix, time.Now()) }
+
+// newIDAt is NewID as if made at t.
+func newIDAt(prefix string, t time.Time) string {
 	var b [14]byte
 	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(time.Now().UnixMilli()))
+	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
 	copy(b[:6], ms[2:])
 	_, _ = rand.Read(b[6:])
 	return prefix + "_" + hex.EncodeToString(b[:])

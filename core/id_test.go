@@ -32,13 +32,11 @@ func TestNewIDShape(t *testing.T) {
 // TestNewIDOrderAndUniqueness: ids made in a later millisecond sort after
 // earlier ones, and a hundred thousand made at once are all different.
 func TestNewIDOrderAndUniqueness(t *testing.T) {
-	first := NewID("run")
-	start := time.Now()
-	for time.Since(start) < 2*time.Millisecond {
-		// Busy until the clock has moved on by at least one millisecond.
+	at := time.Now()
+	for _, gap := range []time.Duration{time.Millisecond, time.Second, 1000 * time.Hour} {
+		first, later := newIDAt("run", at), newIDAt("run", at.Add(gap))
+		assert.Less(t, first, later, "an id made %s later sorts after one made earlier", gap)
 	}
-	later := NewID("run")
-	assert.Less(t, first, later, "an id made later sorts after one made earlier")
 
 	seen := make(map[string]bool, 100_000)
 	for range 100_000 {

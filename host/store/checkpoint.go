@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ func (c *checkpointer) loop() {
 			// A failure (a full disk, a reader holding the file) is
 			// tried again at the next tick; the WAL keeps every commit
 			// meanwhile.
-			logFrames, err := checkpoint(c.db)
+			logFrames, err := checkpoint(context.Background(), c.db, "PASSIVE")
 			if err == nil && logFrames >= walRestartFrames {
 				// Not done (a reader stayed on the log past
 				// restartWait): the next tick tries again.
@@ -121,8 +122,7 @@ func (c *checkpointer) restart() error {
 	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, restartWait.Milliseconds())); err != nil {
 		return err
 	}
-	var busy, logFrames, copied int
-	err = conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &logFrames, &copied)
+	_, err = checkpoint(ctx, conn, "RESTART")
 	if _, rerr := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, sqliteBusyTimeout.Milliseconds())); rerr != nil {
 		// A writer that gave up on locks after restartWait would fail
 		// commits a reader merely delayed: the connection must go.
@@ -131,11 +131,13 @@ func (c *checkpointer) restart() error {
 	return err
 }
 
-// checkpoint runs a PASSIVE checkpoint on db's connection and returns the
-// number of frames in the WAL.
-func checkpoint(db *sqlx.DB) (logFrames int, err error) {
+// checkpoint runs a checkpoint of mode (PASSIVE or RESTART) on q's
+// connection and returns the number of frames in the WAL.
+func checkpoint(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, mode string) (logFrames int, err error) {
 	var busy, copied int
-	err = db.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &copied)
+	err = q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(`+mode+`)`).Scan(&busy, &logFrames, &copied)
 	return logFrames, err
 }
 

@@ -25,7 +25,8 @@ const EventsChannel = "agenthost_events"
 // runs' rows are share-locked, so a takeover waits for it to commit and
 // then sees its events), skips those of runs another host took over, and
 // notifies EventsChannel with each run's newest seq when another host can
-// hear it (notifyIfHeard): fence, insert and wake-up in one round trip. Runs it skipped are added to lost.
+// hear it (notifyIfHeard): fence, insert and wake-up in one round trip.
+// Runs it skipped are added to lost.
 func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs, events []core.Envelope, tails []any, withTail bool, lost map[string]bool) error {
 	insert := func(q sqlx.QueryerContext) error {
 		per := w.s.rowsPerInsert(6)

@@ -107,7 +107,7 @@ type startWrite struct {
 // session (new, or one turn longer), the user's turn, the run, and last
 // run.accepted. Both dialects write these: SQLite one after another
 // (startRunIn), PostgreSQL as one statement (startRunAtOnce).
-func startWrites(r *core.Run, turn *core.ChatTurn, env core.Envelope) ([]startWrite, error) {
+func startWrites(r *core.Run, turn *core.ChatTurn, env core.Envelope) []startWrite {
 	nowMS := env.TS.UnixMilli()
 	var ws []startWrite
 	if turn != nil {
@@ -127,17 +127,13 @@ func startWrites(r *core.Run, turn *core.ChatTurn, env core.Envelope) ([]startWr
 		diag = string(env.Diagnostics)
 	}
 	return append(ws, startWrite{`INSERT INTO run_events (run_id, seq, type, payload, diagnostics, ts) VALUES (?, ?, ?, ?, ?, ?)`,
-		[]any{env.RunID, env.Seq, string(env.Event), string(env.Payload), diag, nowMS}}), nil
+		[]any{env.RunID, env.Seq, string(env.Event), string(env.Payload), diag, nowMS}})
 }
 
 // startRunIn writes a run's start (startWrites) with q, one statement after
 // another.
 func (s *Store) startRunIn(ctx context.Context, q sqlx.ExtContext, r *core.Run, turn *core.ChatTurn, env core.Envelope) error {
-	ws, err := startWrites(r, turn, env)
-	if err != nil {
-		return err
-	}
-	for _, w := range ws {
+	for _, w := range startWrites(r, turn, env) {
 		if _, err := q.ExecContext(ctx, q.Rebind(w.query), w.args...); err != nil {
 			return translate(err)
 		}
@@ -151,10 +147,7 @@ func (s *Store) startRunIn(ctx context.Context, q sqlx.ExtContext, r *core.Run, 
 // six. Foreign keys are checked at the end of the statement, so the turn
 // may name the session the same statement creates.
 func (s *Store) startRunAtOnce(ctx context.Context, r *core.Run, turn *core.ChatTurn, env core.Envelope) error {
-	ws, err := startWrites(r, turn, env)
-	if err != nil {
-		return err
-	}
+	ws := startWrites(r, turn, env)
 	var q strings.Builder
 	var args []any
 	for i, w := range ws[:len(ws)-1] {
@@ -169,6 +162,6 @@ func (s *Store) startRunAtOnce(ctx context.Context, r *core.Run, turn *core.Chat
 	last := ws[len(ws)-1]
 	q.WriteString(" " + last.query)
 	args = append(args, last.args...)
-	_, err = s.w.ExecContext(ctx, s.rebind(q.String()), args...)
+	_, err := s.w.ExecContext(ctx, s.rebind(q.String()), args...)
 	return translate(err)
 }

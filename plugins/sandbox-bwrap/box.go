@@ -216,11 +216,7 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	}
 	// Nobody sees the staged tree before it is complete: files go in
 	// under their own names, each folder opened once (WriteNew).
-	files := make([]dirfs.NewFile, len(spec.Files))
-	for i, f := range spec.Files {
-		files[i] = dirfs.NewFile{Path: f.Path, Data: f.Data, Mode: f.Mode}
-	}
-	if written, err = staged.WriteNew(ctx, files); err != nil {
+	if written, err = staged.WriteNew(ctx, spec.Files); err != nil {
 		return nil, nil, err
 	}
 	// No command has run in the staged tree yet, so a plain walk is safe.

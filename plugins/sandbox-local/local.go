@@ -255,7 +255,9 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	if err != nil {
 		return nil, nil, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	if known, err = staged.WriteNew(ctx, newFiles(spec.Files)); err != nil {
+	// Nobody sees the staged tree before it is complete: files go in
+	// under their own names, each folder opened once (WriteNew).
+	if known, err = staged.WriteNew(ctx, spec.Files); err != nil {
 		return nil, nil, err
 	}
 	// No command has run in the staged tree yet, so a plain walk is safe.
@@ -275,16 +277,6 @@ func (p *Provider) build(ctx context.Context, cfg Config, spec sandbox.CreateSpe
 	placed = true
 	b, err = newBox(cfg, m, uid, true)
 	return b, known, err
-}
-
-// newFiles are a sandbox's files as dirfs.WriteNew takes them: nobody
-// sees the staged tree before it is complete.
-func newFiles(files []sandbox.File) []dirfs.NewFile {
-	out := make([]dirfs.NewFile, len(files))
-	for i, f := range files {
-		out[i] = dirfs.NewFile{Path: f.Path, Data: f.Data, Mode: f.Mode}
-	}
-	return out
 }
 
 // handTo gives a workspace no command is running in to uid, closed to

@@ -11,15 +11,8 @@ import (
 	"syscall"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/sandbox"
 )
-
-// NewFile is one file for WriteNew.
-type NewFile struct {
-	Path string
-	Data []byte
-	// Mode is the file's permission bits; 0 means 0644.
-	Mode uint32
-}
 
 // WriteNew fills a workspace that nothing else uses yet (a sandbox being
 // created: no command has run in it and nobody reads it) with files, and
@@ -30,7 +23,7 @@ type NewFile struct {
 // path component. A later file of the same path replaces an earlier one.
 // Paths are checked as Clean checks them and stay inside the workspace
 // (os.Root).
-func (f *FS) WriteNew(ctx context.Context, files []NewFile) (map[string]string, error) {
+func (f *FS) WriteNew(ctx context.Context, files []sandbox.File) (map[string]string, error) {
 	r, err := f.open()
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +28,7 @@ func TestWriteNew(t *testing.T) {
 	ctx := context.Background()
 	f, err := New(t.TempDir(), nil)
 	require.NoError(t, err)
-	sums, err := f.WriteNew(ctx, []NewFile{
+	sums, err := f.WriteNew(ctx, []sandbox.File{
 		{Path: "README.md", Data: []byte("# hi\n")},
 		{Path: "./src/a/b/run.sh", Data: []byte("#!/bin/sh\n"), Mode: 0o755},
 		{Path: "src/a/x.txt", Data: []byte("first"), Mode: 0o600},
@@ -75,16 +76,16 @@ func TestWriteNewRefuses(t *testing.T) {
 	ctx := context.Background()
 	outside := t.TempDir()
 	for name, tc := range map[string]struct {
-		files []NewFile
+		files []sandbox.File
 		code  string
 	}{
-		"climbs out":       {[]NewFile{{Path: "../" + filepath.Base(outside) + "/x", Data: []byte("x")}}, plugin.CodePathDenied},
-		"absolute":         {[]NewFile{{Path: filepath.Join(outside, "x"), Data: []byte("x")}}, plugin.CodePathDenied},
-		"root":             {[]NewFile{{Path: ".", Data: []byte("x")}}, plugin.CodePathDenied},
-		"NUL":              {[]NewFile{{Path: "a\x00b", Data: []byte("x")}}, plugin.CodePathDenied},
-		"file then folder": {[]NewFile{{Path: "a", Data: []byte("x")}, {Path: "a/b", Data: []byte("y")}}, plugin.CodeInvalidArgument},
-		"folder then file": {[]NewFile{{Path: "a/b", Data: []byte("x")}, {Path: "a", Data: []byte("y")}}, plugin.CodeIsDirectory},
-		"too large":        {[]NewFile{{Path: "big", Data: make([]byte, 11)}}, plugin.CodeTooLarge},
+		"climbs out":       {[]sandbox.File{{Path: "../" + filepath.Base(outside) + "/x", Data: []byte("x")}}, plugin.CodePathDenied},
+		"absolute":         {[]sandbox.File{{Path: filepath.Join(outside, "x"), Data: []byte("x")}}, plugin.CodePathDenied},
+		"root":             {[]sandbox.File{{Path: ".", Data: []byte("x")}}, plugin.CodePathDenied},
+		"NUL":              {[]sandbox.File{{Path: "a\x00b", Data: []byte("x")}}, plugin.CodePathDenied},
+		"file then folder": {[]sandbox.File{{Path: "a", Data: []byte("x")}, {Path: "a/b", Data: []byte("y")}}, plugin.CodeInvalidArgument},
+		"folder then file": {[]sandbox.File{{Path: "a/b", Data: []byte("x")}, {Path: "a", Data: []byte("y")}}, plugin.CodeIsDirectory},
+		"too large":        {[]sandbox.File{{Path: "big", Data: make([]byte, 11)}}, plugin.CodeTooLarge},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f, err := New(t.TempDir(), nil, MaxFileBytes(10))
@@ -103,10 +104,10 @@ func TestWriteNewRefuses(t *testing.T) {
 // written into a new tree, file by file through WriteFile (what sandbox
 // creation did) and at once through WriteNew.
 func BenchmarkCreateTree(b *testing.B) {
-	files := make([]NewFile, 500)
+	files := make([]sandbox.File, 500)
 	data := []byte(strings.Repeat("x", 10_000))
 	for i := range files {
-		files[i] = NewFile{Path: fmt.Sprintf("src/dir%d/file%d.ts", i%20, i), Data: data}
+		files[i] = sandbox.File{Path: fmt.Sprintf("src/dir%d/file%d.ts", i%20, i), Data: data}
 	}
 	ctx := context.Background()
 	for _, how := range []string{"WriteFile", "WriteNew"} {
