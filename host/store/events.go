@@ -35,11 +35,13 @@ type appendReq struct {
 	// tail, when set, runs in the same transaction as the event, after
 	// it: what must be durable exactly when the event is (FinishRun). An
 	// error from it fails the whole batch; a refusal it can live with
-	// goes into its result instead. On PostgreSQL a batch with one tail
-	// and only its run's events has no transaction: q is the database,
-	// and in carries the events' insert for the tail to make part of its
-	// own statement (writeFolded); otherwise in is nil.
-	tail func(ctx context.Context, q sqlx.ExtContext, env core.Envelope, in *foldedInsert) (any, error)
+	// goes into its result instead.
+	tail func(ctx context.Context, q sqlx.ExtContext, env core.Envelope) (any, error)
+	// change, on PostgreSQL, is the tail as data: a run's status change
+	// that the writer can put in one statement with the batch's events and
+	// other runs' changes (writeChanges) instead of running tail in a
+	// transaction.
+	change *runChange
 	// reread, with a tail, gives the tail's outcome from what is stored:
 	// for a batch whose commit was reported failed but happened.
 	reread func(ctx context.Context) (any, error)
@@ -91,7 +93,7 @@ type eventWriter struct {
 	// failure, clears it. Touched by the writer's goroutine only.
 	broken map[string]error
 
-	// folded counts the batches written as one statement (writeFolded),
+	// folded counts the batches written as one statement (writeChanges),
 	// for the tests that check a turn's batches take that path.
 	folded atomic.Int64
 
@@ -355,7 +357,7 @@ func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core
 			if r.tail == nil {
 				continue
 			}
-			out, err := r.tail(ctx, tx, envs[i], nil)
+			out, err := r.tail(ctx, tx, envs[i])
 			if err != nil {
 				return err
 			}

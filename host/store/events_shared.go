@@ -41,8 +41,8 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 	if !withTail {
 		return insert(w.s.w)
 	}
-	if i, ok := w.foldable(batch, events); ok {
-		return w.writeFolded(ctx, batch[i], envs[i], events, &tails[i], lost)
+	if slots, ok := w.changeSlots(batch, events); ok {
+		return w.writeChanges(ctx, batch, slots, envs, events, tails, lost)
 	}
 	return w.s.tx(ctx, func(tx *sqlx.Tx) error {
 		if err := insert(tx); err != nil {
@@ -52,7 +52,7 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 			if r.tail == nil || lost[r.run.ID] {
 				continue
 			}
-			out, err := r.tail(ctx, tx, envs[i], nil)
+			out, err := r.tail(ctx, tx, envs[i])
 			if err != nil {
 				return err
 			}
@@ -60,93 +60,6 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 		}
 		return nil
 	})
-}
-
-// foldable tells whether the batch can be written as one statement
-// without a transaction around it (writeFolded), and which request has
-// its tail: one tail, and no event of another run (an event alone
-// commits alone; the tail writes one run). This is a chat turn's usual
-// batch: a run's status change or its end with the events before it.
-func (w *eventWriter) foldable(batch []*appendReq, events []core.Envelope) (int, bool) {
-	at := -1
-	for i, r := range batch {
-		if r.tail == nil {
-			continue
-		}
-		if at >= 0 {
-			return 0, false
-		}
-		at = i
-	}
-	if at < 0 || len(events) > w.s.rowsPerInsert(6) {
-		return 0, false
-	}
-	for _, e := range events {
-		if e.RunID != batch[at].run.ID {
-			return 0, false
-		}
-	}
-	return at, true
-}
-
-// writeFolded writes a foldable batch (see foldable): the events' fenced
-// insert goes into the tail's own statement as WITH clauses, so a status
-// change or a run's end with its last events costs one round trip
-// instead of four (BEGIN, insert, tail, COMMIT), which matters most when
-// the database is across a network from the hosts.
-func (w *eventWriter) writeFolded(ctx context.Context, r *appendReq, env core.Envelope, events []core.Envelope, tail *any, lost map[string]bool) error {
-	in := &foldedInsert{}
-	if len(events) > 0 {
-		in.ctes, in.args = w.s.fencedInsert(events, true)
-		in.first = events[0]
-	}
-	out, err := r.tail(ctx, w.s.w, env, in)
-	if err != nil {
-		return err
-	}
-	if in.lost {
-		if w.s.owner == "" {
-			return fmt.Errorf("append events: the %d events of run %s were not written", len(events), r.run.ID)
-		}
-		lost[r.run.ID] = true
-		return nil
-	}
-	*tail = out
-	w.folded.Add(1)
-	return nil
-}
-
-// foldedInsert is a batch's fenced insert of its events, handed to the
-// batch's one tail to run as WITH clauses of the tail's own statement
-// (writeFolded). With no events, ctes is empty and the tail's statement
-// is all there is. The tail sets lost when the fence left the events out
-// (the run is another host's now); it then writes nothing either.
-type foldedInsert struct {
-	// ctes are the clauses (without WITH): v, n, live and ins, whose
-	// rows are the events written (see fencedInsert); args their ?
-	// arguments, in order.
-	ctes string
-	args []any
-	// first is the batch's first event: when the tail's statement
-	// returns nothing, whether it is in the log tells a refused change
-	// (events written) from a fenced-off run (nothing written).
-	first core.Envelope
-	lost  bool
-}
-
-// has tells whether the statement inserts events.
-func (in *foldedInsert) has() bool { return in != nil && in.ctes != "" }
-
-// with joins the insert's clauses and the tail's own WITH clause (empty,
-// or "WITH …" with a trailing space) into one.
-func (in *foldedInsert) with(own string) string {
-	if !in.has() {
-		return own
-	}
-	if own == "" {
-		return "WITH " + in.ctes + " "
-	}
-	return "WITH " + in.ctes + ", " + strings.TrimPrefix(own, "WITH ")
 }
 
 // insertFenced writes chunk in one statement (see writeShared and
@@ -191,8 +104,8 @@ func (s *Store) insertFenced(ctx context.Context, q sqlx.QueryerContext, chunk [
 // peers, whether another host is registered (notifyIfHeard); ins, the
 // insert of the events whose runs this host still owns, returning their
 // run_id. With notifyInline, ins itself sends each run's notification as
-// it writes the run's newest event (a statement whose main part is
-// another write has no SELECT of its own to do it).
+// it writes the run's newest event (writeChanges' statement selects what
+// it changed instead).
 //
 // The rows go in as one array per column (unnest): the statement's text
 // and plan do not grow with the batch, which a VALUES list made PostgreSQL

@@ -18,44 +18,60 @@ import (
 // was in another state) does not undo the event: the error says so, and
 // the event is returned as logged.
 func (s *Store) FinishRun(ctx context.Context, r *core.Run, from []core.RunStatus, terminal core.EventInput, turn *core.ChatTurn) (core.Envelope, *core.Run, error) {
-	type finished struct {
-		run     *core.Run
-		refused error
+	res, err := s.appendWait(ctx, s.finishReq(r, from, terminal, turn))
+	if err != nil {
+		return core.Envelope{}, nil, err
 	}
-	res, err := s.appendWait(ctx, &appendReq{run: r, ev: terminal, tail: func(ctx context.Context, q sqlx.ExtContext, env core.Envelope, in *foldedInsert) (any, error) {
+	f, _ := res.tail.(finished)
+	return res.env, f.run, f.refused
+}
+
+// finished is what a run's end (finishReq) came to: the run as written,
+// or why its change was refused.
+type finished struct {
+	run     *core.Run
+	refused error
+}
+
+// finishReq is FinishRun's request to the event log's writer.
+func (s *Store) finishReq(r *core.Run, from []core.RunStatus, terminal core.EventInput, turn *core.ChatTurn) *appendReq {
+	outcome := func(_ context.Context, _ sqlx.QueryerContext, updated *core.Run, refused error) (any, error) {
+		if refused != nil {
+			return finished{refused: refused}, nil
+		}
+		return finished{run: updated}, nil
+	}
+	if r.ChatSessionID == "" {
+		turn = nil
+	}
+	req := &appendReq{run: r, ev: terminal, change: &runChange{from: from, answer: turn, outcome: outcome}}
+	req.tail = func(ctx context.Context, q sqlx.ExtContext, env core.Envelope) (any, error) {
 		var with string
 		var withArgs []any
-		if turn != nil && r.ChatSessionID != "" {
+		if turn != nil {
 			now := env.TS.UnixMilli()
 			withArgs = []any{turn.MessageID, r.ChatSessionID, r.ID, "assistant", turn.Content, now, now, r.ChatSessionID}
-			switch {
-			case in.has():
-				// In the statement that logs the events, and only if it
-				// did: a run fenced off writes nothing.
-				with = `WITH message AS (` + insertAssistantMessageIfLogged + `), session AS (` + touchChatSessionIfLogged + `) `
-			case s.dialect == Postgres:
+			if s.dialect == Postgres {
 				// One statement with the run's change: every round trip
 				// inside the log's transaction holds up the whole batch.
 				with = `WITH message AS (` + insertAssistantMessage + `), session AS (` + touchChatSession + `) `
-			default:
+			} else {
 				if _, err := q.ExecContext(ctx, q.Rebind(insertAssistantMessage), withArgs[:6]...); err != nil {
 					return nil, translate(err)
 				}
 				if _, err := q.ExecContext(ctx, q.Rebind(touchChatSession), withArgs[6:]...); err != nil {
 					return nil, translate(err)
 				}
-				withArgs = nil
+				with, withArgs = "", nil
 			}
 		}
-		updated, err := s.transitionRunWith(ctx, q, r, from, with, withArgs, in)
-		if refusal(err) {
-			return finished{refused: err}, nil
-		}
-		if err != nil {
+		updated, err := s.transitionRunWith(ctx, q, r, from, with, withArgs)
+		if err != nil && !refusal(err) {
 			return nil, err
 		}
-		return finished{run: updated}, nil
-	}, reread: func(ctx context.Context) (any, error) {
+		return outcome(ctx, q, updated, err)
+	}
+	req.reread = func(ctx context.Context) (any, error) {
 		stored, err := s.GetRun(ctx, r.ID)
 		if err != nil {
 			return nil, err
@@ -64,12 +80,8 @@ func (s *Store) FinishRun(ctx context.Context, r *core.Run, from []core.RunStatu
 			return finished{refused: core.Errf(core.CodeInvalidRunTransition, "", "run %s is %s", r.ID, stored.Status)}, nil
 		}
 		return finished{run: stored}, nil
-	}})
-	if err != nil {
-		return core.Envelope{}, nil, err
 	}
-	f, _ := res.tail.(finished)
-	return res.env, f.run, f.refused
+	return req
 }
 
 // TransitionInOrder is TransitionRun written in the run's order on the event
@@ -108,20 +120,13 @@ func (s *Store) EnqueueTransition(ctx context.Context, r *core.Run, from []core.
 const (
 	insertAssistantMessage = `INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at) VALUES (?, ?, ?, ?, ?, ?)`
 	touchChatSession       = `UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?`
-	// The same two as WITH clauses of the statement that logs the run's
-	// events (writeFolded), written only when the events were: ins is
-	// that statement's insert.
-	insertAssistantMessageIfLogged = `INSERT INTO chat_messages (id, chat_session_id, run_id, role, content, created_at)
- SELECT ?::text, ?::text, ?::text, ?::text, ?::text, ?::bigint WHERE EXISTS (SELECT 1 FROM ins)`
-	touchChatSessionIfLogged = `UPDATE chat_sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ? AND EXISTS (SELECT 1 FROM ins)`
 )
 
 // transitionReq is a status change as a write in the run's order.
 func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
 	req := &appendReq{run: r}
-	req.tail = func(ctx context.Context, q sqlx.ExtContext, _ core.Envelope, in *foldedInsert) (any, error) {
-		updated, err := s.transitionRunWith(ctx, q, r, from, "", nil, in)
-		if refusal(err) && req.retried {
+	outcome := func(ctx context.Context, q sqlx.QueryerContext, updated *core.Run, refused error) (any, error) {
+		if refused != nil && req.retried {
 			// A batch of status changes alone has no event whose seq
 			// would show that an earlier try committed: a refusal now
 			// may be that try's own change, found in place.
@@ -129,13 +134,18 @@ func (s *Store) transitionReq(r *core.Run, from []core.RunStatus) *appendReq {
 				return stored, nil
 			}
 		}
-		if refusal(err) {
-			return err, nil // the transaction goes on: other runs' events are in it
-		}
-		if err != nil {
-			return nil, err
+		if refused != nil {
+			return refused, nil // the transaction goes on: other runs' events are in it
 		}
 		return updated, nil
+	}
+	req.change = &runChange{from: from, outcome: outcome}
+	req.tail = func(ctx context.Context, q sqlx.ExtContext, _ core.Envelope) (any, error) {
+		updated, err := s.transitionRunWith(ctx, q, r, from, "", nil)
+		if err != nil && !refusal(err) {
+			return nil, err
+		}
+		return outcome(ctx, q, updated, err)
 	}
 	req.reread = func(ctx context.Context) (any, error) {
 		stored, err := s.GetRun(ctx, r.ID)

@@ -221,18 +221,15 @@ func (s *Store) TransitionRun(ctx context.Context, r *core.Run, from []core.RunS
 // transitionRun is TransitionRun on q (the store's writer or a
 // transaction).
 func (s *Store) transitionRun(ctx context.Context, q sqlx.QueryerContext, r *core.Run, from []core.RunStatus) (*core.Run, error) {
-	return s.transitionRunWith(ctx, q, r, from, "", nil, nil)
+	return s.transitionRunWith(ctx, q, r, from, "", nil)
 }
 
 // transitionRunWith is transitionRun whose UPDATE runs after with, a
 // PostgreSQL WITH clause of data-modifying statements (with its ?
 // arguments withArgs) that then run in the same statement whether or not
 // the run's status allowed the change: writes that go with the change, one
-// round trip instead of one each. With in (a folded batch, see
-// writeFolded), the statement also logs the batch's events, and changes
-// the run only if it did; when the fence left them out, in.lost is set
-// and nothing is returned.
-func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r *core.Run, from []core.RunStatus, with string, withArgs []any, in *foldedInsert) (*core.Run, error) {
+// round trip instead of one each.
+func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r *core.Run, from []core.RunStatus, with string, withArgs []any) (*core.Run, error) {
 	if len(from) == 0 {
 		return nil, fmt.Errorf("transition run %s: no allowed from-states", r.ID)
 	}
@@ -243,19 +240,14 @@ func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r 
 	if s.fenced() {
 		fence, owner = " AND owner = ?", s.owner
 	}
-	var args []any
-	if in.has() {
-		args = append(args, in.args...)
-		fence += " AND EXISTS (SELECT 1 FROM ins)"
-	}
-	args = append(append(args, withArgs...), row.ResultRevisionID, row.Status, row.EngineRunRef,
+	args := append(append([]any(nil), withArgs...), row.ResultRevisionID, row.Status, row.EngineRunRef,
 		row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
 		row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
 		row.UpdatedAt, row.FinishedAt, row.ID, from)
 	if owner != "" {
 		args = append(args, owner)
 	}
-	stmt, args, err := sqlx.In(in.with(with)+`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
+	stmt, args, err := sqlx.In(with+`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
  resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
  error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
  updated_at = ?, finished_at = ?
@@ -269,33 +261,30 @@ func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r 
 	// writer as much to scan as the UPDATE took to run.
 	err = q.QueryRowxContext(ctx, s.rebind(stmt), args...).Scan(&row.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		// Not a hot path: say why nothing was written.
-		if in.has() {
-			logged, werr := s.logs(ctx, q, in.first)
-			if werr != nil {
-				return nil, werr
-			}
-			if !logged {
-				in.lost = true
-				return nil, nil
-			}
-		}
-		var cur runRow
-		if gerr := sqlx.GetContext(ctx, q, &cur, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), r.ID); gerr != nil {
-			return nil, translate(gerr)
-		}
-		if owner != "" && cur.Owner != owner {
-			return nil, leaseLost(r.ID, cur.Owner)
-		}
-		if cerr := core.CheckTransition(core.RunStatus(cur.Status), r.Status); cerr != nil {
-			return nil, cerr
-		}
-		return nil, &core.Error{Code: core.CodeInvalidRunTransition, Message: fmt.Sprintf("run %s is %s, which this change did not expect", r.ID, cur.Status)}
+		return nil, s.whyUnchanged(ctx, q, r)
 	}
 	if err != nil {
 		return nil, translate(err)
 	}
 	return row.toRun(), nil
+}
+
+// whyUnchanged says why a status change of r wrote nothing: the run is
+// another host's now, the change is not allowed from the stored state, or
+// the stored state is not one the change expected (all refusals, see
+// refusal); or the error reading the run. Not a hot path.
+func (s *Store) whyUnchanged(ctx context.Context, q sqlx.QueryerContext, r *core.Run) error {
+	var cur runRow
+	if err := sqlx.GetContext(ctx, q, &cur, s.rebind(`SELECT `+runColumns+` FROM runs WHERE id = ?`), r.ID); err != nil {
+		return translate(err)
+	}
+	if s.fenced() && cur.Owner != s.owner {
+		return leaseLost(r.ID, cur.Owner)
+	}
+	if err := core.CheckTransition(core.RunStatus(cur.Status), r.Status); err != nil {
+		return err
+	}
+	return &core.Error{Code: core.CodeInvalidRunTransition, Message: fmt.Sprintf("run %s is %s, which this change did not expect", r.ID, cur.Status)}
 }
 
 // GetRunByIdempotencyKey finds the run a tenant created with a key, or

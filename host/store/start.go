@@ -67,7 +67,7 @@ func (s *Store) startRunInBatch(ctx context.Context, r *core.Run, turn *core.Cha
 // fails the batch, which the writer tries again.
 func (s *Store) startReq(r *core.Run, turn *core.ChatTurn, env core.Envelope) *appendReq {
 	req := &appendReq{run: r}
-	req.tail = func(ctx context.Context, q sqlx.ExtContext, _ core.Envelope, _ *foldedInsert) (any, error) {
+	req.tail = func(ctx context.Context, q sqlx.ExtContext, _ core.Envelope) (any, error) {
 		if _, err := q.ExecContext(ctx, `SAVEPOINT start_run`); err != nil {
 			return nil, err
 		}
