@@ -3,12 +3,14 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/internal/testenv"
+	"github.com/stretchr/testify/require"
 )
 
 // streamedTurn creates a run (in chat when chatID is set) and reads its
@@ -36,16 +38,29 @@ func (e *env) streamedTurn(tb testing.TB, appID, chatID, prompt string) (int, bo
 // (each: create, stream to the end, next turn), b.N turns each; events/s is
 // every event the clients read over the wall time, p99-µs a turn's,
 // cpu-µs/turn the CPU the host, its clients and its plugins spent per turn
-// (testenv.TreeCPU; the PostgreSQL server's is not counted).
+// (testenv.TreeCPU; the PostgreSQL server's is not counted); on
+// PostgreSQL xacts/turn counts the database's transactions per turn
+// (pg_stat_database.xact_commit; reads outside a transaction count too).
+// postgres-far reaches the database through BenchmarkMockTurnFarDatabase's
+// delaying proxy, as hosts sharing a database across a network do.
 func BenchmarkMockTurnSessions20(b *testing.B) {
 	const sessions = 20
-	for _, dialect := range []string{"sqlite", "postgres"} {
+	for _, dialect := range []string{"sqlite", "postgres", "postgres-far"} {
 		b.Run(dialect, func(b *testing.B) {
 			configDir := testenv.PluginConfigDir(b, "mock", "local", "patch")
 			var e *env
-			if dialect == "postgres" {
-				db := ownDatabase(b)
-				e = startEnvIn(b, "sqlite", configDir, func(c *config.Host) { c.DatabaseURL = db.url })
+			var db *pgStats
+			if dialect != "sqlite" {
+				db = ownDatabase(b)
+				dbURL := db.url
+				if dialect == "postgres-far" {
+					// Across a network (see BenchmarkMockTurnFarDatabase).
+					u, err := url.Parse(dbURL)
+					require.NoError(b, err)
+					u.Host = startDelayProxy(b, u.Host, farDelay).addr
+					dbURL = u.String()
+				}
+				e = startEnvIn(b, "sqlite", configDir, func(c *config.Host) { c.DatabaseURL = dbURL })
 			} else {
 				e = startEnvIn(b, dialect, configDir)
 			}
@@ -58,6 +73,7 @@ func BenchmarkMockTurnSessions20(b *testing.B) {
 			var mu sync.Mutex
 			var lat []time.Duration
 			events := 0
+			before := db.commits(e, "")
 			b.ResetTimer()
 			cpu := testenv.TreeCPU()
 			var wg sync.WaitGroup
@@ -81,6 +97,11 @@ func BenchmarkMockTurnSessions20(b *testing.B) {
 			}
 			wg.Wait()
 			b.StopTimer()
+			if db != nil {
+				// Every statement outside a transaction is one: the
+				// database's round trips that commit, per turn.
+				b.ReportMetric(float64(db.commits(e, "")-before)/float64(len(lat)), "xacts/turn")
+			}
 			testenv.ReportCPU(b, cpu, len(lat), "cpu-µs/turn")
 			reportPercentiles(b, lat, "")
 			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
