@@ -22,14 +22,8 @@ import (
 // same statement, and each change gets what it would have got one after
 // the other; more go in a transaction.
 func TestChangesOfSeveralRunsAreOneStatement(t *testing.T) {
-	a, b := twoHosts(t, time.Minute)
+	a, b, user, suffix := hostsWithUser(t, "changes")
 	ctx := context.Background()
-	seedApp(t, a)
-	user, err := a.EnsureUser(ctx, "t1", "usr_changes", "changes@t1")
-	require.NoError(t, err)
-	var tag [6]byte
-	_, _ = rand.Read(tag[:])
-	suffix := hex.EncodeToString(tag[:])
 
 	start := func(name string, status core.RunStatus) *core.Run {
 		r := newRun("run_" + name + "_" + suffix)
@@ -50,7 +44,7 @@ func TestChangesOfSeveralRunsAreOneStatement(t *testing.T) {
 	refused := start("refused", core.RunRunning)
 	taken := start("taken", core.RunRunning)
 	// b takes one run over, as a takeover would.
-	_, err = b.w.Exec(b.rebind(`UPDATE runs SET owner = ? WHERE id = ?`), "b/1", taken.ID)
+	_, err := b.w.Exec(b.rebind(`UPDATE runs SET owner = ? WHERE id = ?`), "b/1", taken.ID)
 	require.NoError(t, err)
 
 	completed := func(r *core.Run) *core.Run {
@@ -118,18 +112,14 @@ func TestChangesOfSeveralRunsAreOneStatement(t *testing.T) {
 	changed, ok := results[2].tail.(*core.Run)
 	require.True(t, ok, "%#v", results[2].tail)
 	assert.Equal(t, core.RunRunning, changed.Status)
-	stored, err = b.GetRun(ctx, starting.ID)
-	require.NoError(t, err)
-	assert.Equal(t, core.RunRunning, stored.Status)
+	assertStatus(t, b, starting.ID, core.RunRunning)
 
 	// The refused end: its events are logged, its row is left alone.
 	require.NoError(t, results[4].err)
 	got, _ = results[4].tail.(finished)
 	assert.Nil(t, got.run)
 	assert.Equal(t, core.CodeInvalidRunTransition, core.CodeOf(got.refused), "%v", got.refused)
-	stored, err = b.GetRun(ctx, refused.ID)
-	require.NoError(t, err)
-	assert.Equal(t, core.RunRunning, stored.Status)
+	assertStatus(t, b, refused.ID, core.RunRunning)
 	evs, err = b.ListEvents(ctx, refused.ID, refused.AppID, 0, 0)
 	require.NoError(t, err)
 	assert.Len(t, evs, 3, "the refused end's events are in the log")
@@ -140,9 +130,7 @@ func TestChangesOfSeveralRunsAreOneStatement(t *testing.T) {
 	evs, err = b.ListEvents(ctx, taken.ID, taken.AppID, 0, 0)
 	require.NoError(t, err)
 	assert.Len(t, evs, 1, "run.accepted only")
-	stored, err = b.GetRun(ctx, taken.ID)
-	require.NoError(t, err)
-	assert.Equal(t, core.RunRunning, stored.Status)
+	assertStatus(t, b, taken.ID, core.RunRunning)
 	kept, counted = messageCount(t, b, taken.ChatSessionID)
 	assert.Equal(t, 1, kept)
 	assert.Equal(t, 1, counted)
@@ -161,9 +149,7 @@ func TestChangesOfSeveralRunsAreOneStatement(t *testing.T) {
 	assert.Equal(t, folded+1, lane.folded.Load())
 	for i, r := range []*core.Run{again, other} {
 		require.NoError(t, outs[i].err)
-		stored, err := b.GetRun(ctx, r.ID)
-		require.NoError(t, err)
-		assert.Equal(t, core.RunRunning, stored.Status)
+		assertStatus(t, b, r.ID, core.RunRunning)
 	}
 
 	// A fast run starts and ends in one batch: still one statement, and
@@ -201,9 +187,7 @@ func TestChangesOfSeveralRunsAreOneStatement(t *testing.T) {
 	require.NoError(t, got.refused)
 	require.NotNil(t, got.run)
 	assert.Equal(t, core.RunCompleted, got.run.Status)
-	stored, err = b.GetRun(ctx, twice.ID)
-	require.NoError(t, err)
-	assert.Equal(t, core.RunCompleted, stored.Status)
+	assertStatus(t, b, twice.ID, core.RunCompleted)
 	kept, counted = messageCount(t, b, twice.ChatSessionID)
 	assert.Equal(t, 2, kept)
 	assert.Equal(t, 2, counted)
@@ -212,18 +196,14 @@ func TestChangesOfSeveralRunsAreOneStatement(t *testing.T) {
 	assert.Equal(t, core.CodeInvalidRunTransition, core.CodeOf(refusal), "%v", refusal)
 	got, _ = outs[4].tail.(finished)
 	require.NoError(t, got.refused, "allowed from queued, where the run still was")
-	stored, err = b.GetRun(ctx, refusedFirst.ID)
-	require.NoError(t, err)
-	assert.Equal(t, core.RunCompleted, stored.Status)
+	assertStatus(t, b, refusedFirst.ID, core.RunCompleted)
 
 	nowRun, ok = outs[5].tail.(*core.Run)
 	require.True(t, ok, "%#v", outs[5].tail)
 	assert.Equal(t, core.RunRunning, nowRun.Status)
 	got, _ = outs[6].tail.(finished)
 	assert.Equal(t, core.CodeInvalidRunTransition, core.CodeOf(got.refused), "%v", got.refused)
-	stored, err = b.GetRun(ctx, unchained.ID)
-	require.NoError(t, err)
-	assert.Equal(t, core.RunRunning, stored.Status)
+	assertStatus(t, b, unchained.ID, core.RunRunning)
 
 	// More than two changes of one run: a transaction, in order.
 	thrice := start("thrice", core.RunQueued)
@@ -245,7 +225,26 @@ func TestChangesOfSeveralRunsAreOneStatement(t *testing.T) {
 	}
 	got, _ = outs[3].tail.(finished)
 	require.NoError(t, got.refused)
-	stored, err = b.GetRun(ctx, thrice.ID)
+	assertStatus(t, b, thrice.ID, core.RunCompleted)
+}
+
+// assertStatus checks the stored status of run id.
+func assertStatus(t *testing.T, s *Store, id string, want core.RunStatus) {
+	t.Helper()
+	stored, err := s.GetRun(context.Background(), id)
 	require.NoError(t, err)
-	assert.Equal(t, core.RunCompleted, stored.Status)
+	assert.Equal(t, want, stored.Status)
+}
+
+// hostsWithUser is twoHosts with an app and a user (usr_<name>) on the
+// first, and a random suffix that makes the test's ids its own.
+func hostsWithUser(t *testing.T, name string) (a, b *Store, user, suffix string) {
+	t.Helper()
+	a, b = twoHosts(t, time.Minute)
+	seedApp(t, a)
+	user, err := a.EnsureUser(context.Background(), "t1", "usr_"+name, name+"@t1")
+	require.NoError(t, err)
+	var tag [6]byte
+	_, _ = rand.Read(tag[:])
+	return a, b, user, hex.EncodeToString(tag[:])
 }

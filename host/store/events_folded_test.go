@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 	"time"
 
@@ -20,14 +18,8 @@ import (
 // notification reaches the other hosts; a refused change keeps its
 // events.
 func TestFoldedBatches(t *testing.T) {
-	a, b := twoHosts(t, time.Minute)
+	a, b, user, suffix := hostsWithUser(t, "fold")
 	ctx := context.Background()
-	seedApp(t, a)
-	user, err := a.EnsureUser(ctx, "t1", "usr_fold", "fold@t1")
-	require.NoError(t, err)
-	var tag [6]byte
-	_, _ = rand.Read(tag[:])
-	suffix := hex.EncodeToString(tag[:])
 
 	// Other hosts hear the end: the notification is sent by the
 	// statement's insert itself.
