@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
@@ -247,4 +248,41 @@ func hostsWithUser(t *testing.T, name string) (a, b *Store, user, suffix string)
 	var tag [6]byte
 	_, _ = rand.Read(tag[:])
 	return a, b, user, hex.EncodeToString(tag[:])
+}
+
+// TestChangesStatementTextsAreFew: batches whose counts of runs changing
+// once and twice round up to the same powers of two get the same
+// statement text (one prepared statement and one plan per connection).
+func TestChangesStatementTextsAreFew(t *testing.T) {
+	a, _ := twoHosts(t, time.Minute)
+	text := func(singles, pairs int) string {
+		var batch []*appendReq
+		var envs, events []core.Envelope
+		for i := range singles + pairs {
+			running := newRun(fmt.Sprintf("run_text_%d", i))
+			running.Status = core.RunRunning
+			batch = append(batch, a.transitionReq(running, core.Sources(core.RunRunning)))
+			envs = append(envs, core.Envelope{})
+			if i >= singles {
+				done := *running
+				done.Status = core.RunCompleted
+				batch = append(batch, a.finishReq(&done, core.Sources(core.RunCompleted), core.EventInput{Type: core.EventRunCompleted}, nil))
+				env := core.Envelope{RunID: done.ID, Seq: 2, Event: core.EventRunCompleted, TS: time.Now()}
+				envs, events = append(envs, env), append(events, env)
+			}
+		}
+		slots, ok := a.lane("run_text_0").changeSlots(batch, events)
+		require.True(t, ok)
+		logged := map[string]bool{}
+		for _, e := range events {
+			logged[e.RunID] = true
+		}
+		query, _ := a.changesStatement(batch, slots, envs, events, logged)
+		return query
+	}
+	assert.Equal(t, text(3, 0), text(4, 0))
+	assert.NotEqual(t, text(4, 0), text(5, 0))
+	assert.Equal(t, text(5, 0), text(8, 0))
+	assert.Equal(t, text(1, 3), text(1, 4))
+	assert.NotEqual(t, text(2, 3), text(1, 3))
 }
