@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -64,6 +65,8 @@ type Member struct {
 	wg     sync.WaitGroup
 	// sweeps serialises takeovers of the same lost owner on this host.
 	sweeps sync.Mutex
+	// sweeping is set while a sweep (keepLease) runs in its goroutine.
+	sweeping atomic.Bool
 
 	mu sync.Mutex
 	// answers are commands this host sent and waits on, by id.
@@ -215,7 +218,10 @@ func (m *Member) Leave(ctx context.Context) {
 }
 
 // keepLease renews the lease every fifth of it and sweeps for lapsed ones
-// as often.
+// as often. A sweep runs beside the renewals, one at a time: settling what
+// it took over (restarting engines, making sandboxes) can take longer than
+// the lease, and a renewal that waited for it let this host's own lease
+// lapse, so another host took over the runs it was resuming.
 func (m *Member) keepLease(ctx context.Context) {
 	defer m.wg.Done()
 	tick := time.NewTicker(m.opts.LeaseTTL / 5)
@@ -267,8 +273,13 @@ func (m *Member) keepLease(ctx context.Context) {
 			failing, renewedSince = false, time.Now()
 			m.log.Info("renewed this host's lease again; other hosts get one lease to do the same before lost runs are taken over")
 		}
-		if m.st.Dialect() == store.Postgres && time.Since(renewedSince) >= m.opts.LeaseTTL {
-			m.sweep(ctx)
+		if m.st.Dialect() == store.Postgres && time.Since(renewedSince) >= m.opts.LeaseTTL && m.sweeping.CompareAndSwap(false, true) {
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				defer m.sweeping.Store(false)
+				m.sweep(ctx)
+			}()
 		}
 	}
 }
