@@ -206,7 +206,8 @@ func scanChanges(ctx context.Context, q sqlx.QueryerContext, query string, args 
 // grew: 10 ms a commit). A clause's text does not depend on what it holds
 // (its allowed states are one array, whether its run has events in the
 // batch and whether it has an answer are arguments), so the statement is
-// one text per shape of batch, and each connection prepares it once.
+// one text per shape of batch (see the padding below), and each
+// connection prepares it once.
 //
 // A run that changes twice (first, then second) cannot be two UPDATEs of
 // its row that both write: one statement writes a row once. It gets two
@@ -234,14 +235,8 @@ func (s *Store) changesStatement(batch []*appendReq, slots []runSlot, envs, even
 			with.WriteString(",\n ")
 		}
 		row := toRunRow(r)
-		with.WriteString(name + ` AS (UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
- resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
- error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
- updated_at = ?, finished_at = ? WHERE id = ? AND status = ANY (?::text[])`)
-		args = append(args, row.ResultRevisionID, row.Status, row.EngineRunRef,
-			row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
-			row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
-			row.UpdatedAt, row.FinishedAt, row.ID, statusArray(from))
+		with.WriteString(name + ` AS (UPDATE runs SET ` + runChangeSet + ` WHERE id = ? AND status = ANY (?::text[])`)
+		args = append(append(args, row.changeArgs()...), row.ID, statusArray(from))
 		if second {
 			with.WriteString(` AND NOT status = ANY (?::text[])`)
 			args = append(args, statusArray(notFrom))
@@ -298,11 +293,10 @@ func (s *Store) changesStatement(batch []*appendReq, slots []runSlot, envs, even
 	}
 	k := 0
 	next := func() string { n := strconv.Itoa(k); k++; return n }
-	single := func(r *core.Run, from []core.RunStatus) string {
+	single := func(r *core.Run, from []core.RunStatus) {
 		n := next()
 		update("change"+n, r, from, false, nil)
 		result = append(result, `SELECT 1, id, owner FROM change`+n)
-		return n
 	}
 	pair := func(first, second *core.Run, fromFirst, fromSecond []core.RunStatus) {
 		n := next()

@@ -240,17 +240,11 @@ func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r 
 	if s.fenced() {
 		fence, owner = " AND owner = ?", s.owner
 	}
-	args := append(append([]any(nil), withArgs...), row.ResultRevisionID, row.Status, row.EngineRunRef,
-		row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
-		row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
-		row.UpdatedAt, row.FinishedAt, row.ID, from)
+	args := append(append(append([]any(nil), withArgs...), row.changeArgs()...), row.ID, from)
 	if owner != "" {
 		args = append(args, owner)
 	}
-	stmt, args, err := sqlx.In(with+`UPDATE runs SET result_revision_id = ?, status = ?, engine_run_ref = ?,
- resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
- error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
- updated_at = ?, finished_at = ?
+	stmt, args, err := sqlx.In(with+`UPDATE runs SET `+runChangeSet+`
  WHERE id = ? AND status IN (?)`+fence+` RETURNING owner`, args...)
 	if err != nil {
 		return nil, err
@@ -267,6 +261,22 @@ func (s *Store) transitionRunWith(ctx context.Context, q sqlx.QueryerContext, r 
 		return nil, translate(err)
 	}
 	return row.toRun(), nil
+}
+
+// runChangeSet is what a run's status change writes, as SET assignments
+// with ? arguments (changeArgs): the columns a run's execution changes.
+// The others never change after the run is created.
+const runChangeSet = `result_revision_id = ?, status = ?, engine_run_ref = ?,
+ resolved_model_id = ?, sandbox_id = ?, sandbox_status = ?, sandbox_started_at = ?, pause_reason = ?,
+ error_code = ?, error_message = ?, output_text = ?, input_tokens = ?, output_tokens = ?, context = ?,
+ updated_at = ?, finished_at = ?`
+
+// changeArgs are runChangeSet's arguments for row, in order.
+func (row runRow) changeArgs() []any {
+	return []any{row.ResultRevisionID, row.Status, row.EngineRunRef,
+		row.ResolvedModelID, row.SandboxID, row.SandboxStatus, row.SandboxStartedAt, row.PauseReason,
+		row.ErrorCode, row.ErrorMessage, row.OutputText, row.InputTokens, row.OutputTokens, row.Context,
+		row.UpdatedAt, row.FinishedAt}
 }
 
 // whyUnchanged says why a status change of r wrote nothing: the run is
