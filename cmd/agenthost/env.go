@@ -37,6 +37,7 @@ var envVars = []envVar{
 	{"AGENTHOST_MAX_WORKSPACE_BYTES", "268435456 (256 MiB)", "all of an app's files together", false},
 	{"AGENTHOST_MAX_FILES", "20000", "files in an app", false},
 	{"AGENTHOST_DEFAULT_SANDBOX", "local", "sandbox backend used when a run names none", false},
+	{"AGENTHOST_GC_HEAP_FLOOR_MB", "64", "heap the Go collector lets the host grow to before collecting while its live heap is small (0 turns this off; so does GOGC)", false},
 	{"AGENTHOST_DATABASE_MAX_CONNS", "32", "PostgreSQL connections this host opens at most, its lease heartbeat's included (plus one it listens on)", false},
 	{"AGENTHOST_HOST_ID", "hostname + random suffix", "this host's id among hosts sharing a PostgreSQL database (docs/scale-out.md)", false},
 	{"AGENTHOST_LEASE_TTL_MS", "5000", "how long a host's lease on its runs lasts unrenewed; a dead host's runs are taken over after it", false},

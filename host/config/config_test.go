@@ -163,3 +163,30 @@ func TestParseOrigins(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"http://a.test", "http://b.test:8080"}, h.CORSOrigins)
 }
+
+// TestGCHeapFloor: 64 MiB by default, 0 allowed (off), set by file or
+// environment, negative or absurd refused.
+func TestGCHeapFloor(t *testing.T) {
+	t.Setenv("AGENTHOST_GC_HEAP_FLOOR_MB", "")
+	h, err := Load("")
+	require.NoError(t, err)
+	assert.Equal(t, DefaultGCHeapFloorMB, *h.GCHeapFloorMB)
+	file := filepath.Join(t.TempDir(), "host.hcl")
+	require.NoError(t, os.WriteFile(file, []byte("gc_heap_floor_mb = 0\n"), 0o644))
+	h, err = Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, 0, *h.GCHeapFloorMB)
+	t.Setenv("AGENTHOST_GC_HEAP_FLOOR_MB", "256")
+	h, err = Load(file)
+	require.NoError(t, err)
+	assert.Equal(t, 256, *h.GCHeapFloorMB)
+	for _, bad := range []string{"lots", "-5", "99999999"} {
+		t.Setenv("AGENTHOST_GC_HEAP_FLOOR_MB", bad)
+		_, err = Load("")
+		assert.Error(t, err, bad)
+	}
+	t.Setenv("AGENTHOST_GC_HEAP_FLOOR_MB", "")
+	require.NoError(t, os.WriteFile(file, []byte("gc_heap_floor_mb = -1\n"), 0o644))
+	_, err = Load(file)
+	assert.Error(t, err)
+}

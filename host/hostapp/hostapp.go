@@ -23,6 +23,7 @@ import (
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/sdk/heapfloor"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -38,6 +39,9 @@ type Host struct {
 	log     hclog.Logger
 	// unlock releases the SQLite database's host lock (nil on PostgreSQL).
 	unlock func()
+	// releaseHeapFloor gives up this host's hold on the process's heap
+	// floor (heapfloor.Hold).
+	releaseHeapFloor func()
 }
 
 // Start opens the database (migrating it), repairs runs a previous process
@@ -60,8 +64,9 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	}
 	st.SetMaxConns(cfg.DatabaseMaxConns)
 	st.SetOutageWindow(time.Duration(cfg.StoreOutageWindowMS) * time.Millisecond)
-	h := &Host{Store: st, log: log}
+	h := &Host{Store: st, log: log, releaseHeapFloor: heapfloor.Hold(heapFloorBytes(cfg.GCHeapFloorMB))}
 	fail := func(err error) (*Host, error) {
+		h.releaseHeapFloor()
 		if h.Plugins != nil {
 			h.Plugins.Close()
 		}
@@ -265,6 +270,16 @@ func (h *Host) Close(ctx context.Context) {
 	if h.unlock != nil {
 		h.unlock()
 	}
+	h.releaseHeapFloor()
+}
+
+// heapFloorBytes is the configured heap floor (config.Host.GCHeapFloorMB)
+// in bytes; unset is the default.
+func heapFloorBytes(mb *int) uint64 {
+	if mb == nil {
+		return config.DefaultGCHeapFloorMB << 20
+	}
+	return uint64(max(*mb, 0)) << 20
 }
 
 // CodeHostInterrupted fails runs a host was executing when it died.

@@ -12,6 +12,7 @@ import (
 	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/store"
+	"github.com/agenthost/agenthost/sdk/heapfloor"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/assert"
@@ -68,4 +69,22 @@ func TestRunPersistsOnEachDialect(t *testing.T) {
 			assert.JSONEq(t, `{"next_line":3}`, string(state), "engine state is durable")
 		})
 	}
+}
+
+// TestHostHoldsTheHeapFloor: a started host holds its configured heap
+// floor (gc_heap_floor_mb) until it is closed. The floor here is so high
+// that the percentage reaches its bound while this host holds it; other
+// hosts of this test process hold the default 64 MiB at most, which a live
+// heap of more than 640 KB keeps under the bound.
+func TestHostHoldsTheHeapFloor(t *testing.T) {
+	dataDir := t.TempDir()
+	floor := 8 << 10 // MiB
+	cfg := config.Host{DataDir: dataDir, PluginDir: binDir, PluginConfigDir: testenv.PluginConfigDir(t, "mock", "local"),
+		DatabaseURL: filepath.Join(dataDir, "a.db"), GCHeapFloorMB: &floor}
+	ctx := context.Background()
+	h, err := hostapp.Start(ctx, cfg, hclog.NewNullLogger())
+	require.NoError(t, err)
+	assert.Equal(t, 10_000, heapfloor.Percent(), "the host's floor applies")
+	h.Close(ctx)
+	assert.Less(t, heapfloor.Percent(), 10_000, "and is released with the host")
 }
