@@ -65,7 +65,8 @@ type Member struct {
 	wg     sync.WaitGroup
 	// sweeps serialises takeovers of the same lost owner on this host.
 	sweeps sync.Mutex
-	// sweeping is set while a sweep (keepLease) runs in its goroutine.
+	// sweeping is set while a sweep runs: Join's first, or one of
+	// keepLease's in its goroutine.
 	sweeping atomic.Bool
 
 	mu sync.Mutex
@@ -150,10 +151,18 @@ func Join(ctx context.Context, st *store.Store, opts Options) (*Member, error) {
 		return nil, fmt.Errorf("listen for other hosts: %w", err)
 	}
 	m.awaitPeersNotes(ctx)
-	m.sweep(ctx)
+	// The first sweep settles what lost hosts left before Join returns,
+	// with this host's lease renewed beside it: settling many runs (an
+	// engine restarted and a sandbox made for each) can take longer than a
+	// lease, and a lease that lapsed meanwhile would let another host take
+	// over the runs this one is resuming. keepLease's own sweeps wait for
+	// this one (sweeping).
+	m.sweeping.Store(true)
 	m.wg.Add(2)
 	go m.keepLease(runCtx)
 	go m.serveCommands(runCtx)
+	m.sweep(ctx)
+	m.sweeping.Store(false)
 	return m, nil
 }
 
