@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,63 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// lostHostWithRun opens stores on a fresh PostgreSQL database (open) and
+// leaves in it a host, key, with one queued run, whose lease lasts lease.
+func lostHostWithRun(t *testing.T, key string, lease time.Duration) (open func() *store.Store) {
+	t.Helper()
+	url := testenv.PostgresURL(t)
+	ctx := context.Background()
+	open = func() *store.Store {
+		s, err := store.Open(ctx, url, "")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	dead := open()
+	require.NoError(t, dead.EnsureTenant(ctx, "t1", "Tenant"))
+	require.NoError(t, dead.CreateApp(ctx, store.App{ID: "app1", TenantID: "t1", Name: "demo"}))
+	require.NoError(t, dead.RegisterHost(ctx, key, "dead", lease))
+	dead.SetOwner(key)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	run := &core.Run{ID: "run_of_" + strings.ReplaceAll(key, "/", "_"), TenantID: "t1", AppID: "app1", Prompt: "p", Status: core.RunQueued, Engine: "mock",
+		SandboxBackend: "local", CreatedAt: now, UpdatedAt: now}
+	_, err := dead.StartRun(ctx, run, nil, core.EventInput{Type: core.EventRunAccepted})
+	require.NoError(t, err)
+	return open
+}
+
+// leaseStaysValid samples, for three leases, the lease of the host whose
+// row is its (st reads the hosts table), and fails the test, after
+// calling stop, if it lapses or is not renewed meanwhile.
+func leaseStaysValid(t *testing.T, st *store.Store, its func(store.HostRecord) bool, ttl time.Duration, stop func()) {
+	t.Helper()
+	lease := func() time.Time {
+		hosts, err := st.Hosts(context.Background())
+		require.NoError(t, err)
+		for _, h := range hosts {
+			if its(h) {
+				return h.LeaseUntil
+			}
+		}
+		stop()
+		t.Fatalf("the host's row is gone")
+		return time.Time{}
+	}
+	first := lease()
+	end := time.Now().Add(3 * ttl)
+	for time.Now().Before(end) {
+		if until := lease(); !until.After(time.Now()) {
+			stop()
+			t.Fatalf("the host's lease lapsed at %s while it settled what it took over", until)
+		}
+		time.Sleep(ttl / 10) // sampling the lease; nothing to wait on
+	}
+	if !lease().After(first) {
+		stop()
+		t.Fatalf("the host's lease was not renewed in three leases")
+	}
+}
+
 // TestLeaseRenewsWhileTakenOverRunsSettle: a host that takes over a lost
 // host's runs keeps renewing its own lease while it settles them, however
 // long that takes (restarting engines and making sandboxes for many runs
@@ -21,28 +79,11 @@ import (
 // the host's lease lapsed and another host took over the runs it was
 // resuming.
 func TestLeaseRenewsWhileTakenOverRunsSettle(t *testing.T) {
-	url := testenv.PostgresURL(t)
-	ctx := context.Background()
-	open := func() *store.Store {
-		s, err := store.Open(ctx, url, "")
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
 	const ttl = time.Second
-
+	ctx := context.Background()
 	// A host with one run, whose lease lapses a little after the
 	// survivor has joined.
-	dead := open()
-	require.NoError(t, dead.EnsureTenant(ctx, "t1", "Tenant"))
-	require.NoError(t, dead.CreateApp(ctx, store.App{ID: "app1", TenantID: "t1", Name: "demo"}))
-	require.NoError(t, dead.RegisterHost(ctx, "dead/1", "dead", 2*ttl))
-	dead.SetOwner("dead/1")
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	run := &core.Run{ID: "run_settle", TenantID: "t1", AppID: "app1", Prompt: "p", Status: core.RunQueued, Engine: "mock",
-		SandboxBackend: "local", CreatedAt: now, UpdatedAt: now}
-	_, err := dead.StartRun(ctx, run, nil, core.EventInput{Type: core.EventRunAccepted})
-	require.NoError(t, err)
+	open := lostHostWithRun(t, "dead/1", 2*ttl)
 
 	settling, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -53,7 +94,8 @@ func TestLeaseRenewsWhileTakenOverRunsSettle(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	defer m.Leave(ctx)
-	defer close(release)
+	var stop sync.Once
+	defer stop.Do(func() { close(release) })
 
 	select {
 	case <-settling:
@@ -62,25 +104,7 @@ func TestLeaseRenewsWhileTakenOverRunsSettle(t *testing.T) {
 	}
 	// While the takeover settles, for three leases, the survivor's lease
 	// must not lapse: another host would take over what it settles.
-	lease := func() time.Time {
-		hosts, err := survivor.Hosts(ctx)
-		require.NoError(t, err)
-		for _, h := range hosts {
-			if h.LeaseKey == m.LeaseKey() {
-				return h.LeaseUntil
-			}
-		}
-		t.Fatalf("the survivor's host row is gone")
-		return time.Time{}
-	}
-	first := lease()
-	end := time.Now().Add(3 * ttl)
-	for time.Now().Before(end) {
-		until := lease()
-		require.True(t, until.After(time.Now()), "the survivor's lease lapsed at %s while it settled what it took over", until)
-		time.Sleep(ttl / 10) // sampling the lease; nothing to wait on
-	}
-	assert.True(t, lease().After(first), "the lease was renewed meanwhile")
+	leaseStaysValid(t, survivor, func(h store.HostRecord) bool { return h.LeaseKey == m.LeaseKey() }, ttl, func() {})
 }
 
 // TestLeaseRenewsWhileJoinSettles: a host that finds a lost host's runs
@@ -89,30 +113,15 @@ func TestLeaseRenewsWhileTakenOverRunsSettle(t *testing.T) {
 // renewing, the new host's first lease lapsed while it settled, and
 // another host could take over what it was resuming.
 func TestLeaseRenewsWhileJoinSettles(t *testing.T) {
-	url := testenv.PostgresURL(t)
-	ctx := context.Background()
-	open := func() *store.Store {
-		s, err := store.Open(ctx, url, "")
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
 	const ttl = time.Second
-
+	ctx := context.Background()
 	// A host with one run whose lease has lapsed already.
-	dead := open()
-	require.NoError(t, dead.EnsureTenant(ctx, "t1", "Tenant"))
-	require.NoError(t, dead.CreateApp(ctx, store.App{ID: "app1", TenantID: "t1", Name: "demo"}))
-	require.NoError(t, dead.RegisterHost(ctx, "gone/1", "gone", time.Millisecond))
-	dead.SetOwner("gone/1")
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	run := &core.Run{ID: "run_join_settle", TenantID: "t1", AppID: "app1", Prompt: "p", Status: core.RunQueued, Engine: "mock",
-		SandboxBackend: "local", CreatedAt: now, UpdatedAt: now}
-	_, err := dead.StartRun(ctx, run, nil, core.EventInput{Type: core.EventRunAccepted})
-	require.NoError(t, err)
+	open := lostHostWithRun(t, "gone/1", time.Millisecond)
 
 	settling, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
+	var once, stop sync.Once
+	unblock := func() { stop.Do(func() { close(release) }) }
+	defer unblock()
 	joiner := open()
 	joined := make(chan *cluster.Member, 1)
 	go func() {
@@ -126,32 +135,10 @@ func TestLeaseRenewsWhileJoinSettles(t *testing.T) {
 	select {
 	case <-settling:
 	case <-time.After(30 * time.Second):
-		close(release)
 		t.Fatal("the joining host never took the lost host's run over")
 	}
-	lease := func() time.Time {
-		hosts, err := joiner.Hosts(ctx)
-		require.NoError(t, err)
-		for _, h := range hosts {
-			if h.HostID == "joiner" {
-				return h.LeaseUntil
-			}
-		}
-		t.Fatalf("the joining host's row is gone")
-		return time.Time{}
-	}
-	first := lease()
-	end := time.Now().Add(3 * ttl)
-	for time.Now().Before(end) {
-		until := lease()
-		if !until.After(time.Now()) {
-			close(release)
-			t.Fatalf("the joining host's lease lapsed at %s while Join settled what it took over", until)
-		}
-		time.Sleep(ttl / 10) // sampling the lease; nothing to wait on
-	}
-	assert.True(t, lease().After(first), "the lease was renewed meanwhile")
-	close(release)
+	leaseStaysValid(t, joiner, func(h store.HostRecord) bool { return h.HostID == "joiner" }, ttl, unblock)
+	unblock()
 	select {
 	case m := <-joined:
 		require.NotNil(t, m)
