@@ -6,7 +6,6 @@ package sdk
 
 import (
 	"github.com/agenthost/agenthost/sdk/engine"
-	"github.com/agenthost/agenthost/sdk/heapfloor"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/toolpack"
@@ -31,7 +30,6 @@ func ServeToolpack(t toolpack.Toolpack) {
 }
 
 func serve(name string, kind plugin.Kind, p goplugin.Plugin) {
-	defer heapfloor.Hold(heapfloor.PluginFloor)()
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: plugin.Handshake,
 		VersionedPlugins: map[int]goplugin.PluginSet{

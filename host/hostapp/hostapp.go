@@ -19,11 +19,11 @@ import (
 	"github.com/agenthost/agenthost/host/cluster"
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/endpoints"
+	"github.com/agenthost/agenthost/host/internal/heapfloor"
 	"github.com/agenthost/agenthost/host/metrics"
 	"github.com/agenthost/agenthost/host/orchestrator"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/store"
-	"github.com/agenthost/agenthost/sdk/heapfloor"
 	"github.com/hashicorp/go-hclog"
 )
 

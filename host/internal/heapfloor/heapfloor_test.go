@@ -22,8 +22,8 @@ func TestPercentFor(t *testing.T) {
 		{1024, 64 * mb, 100, 10_000},     // bounded
 		{10 * mb, 64 * mb, 800, 800},     // never under the process's own
 		{16 * mb, 64 * mb, 100, 300},     // 16 MB live, 64 MB goal
-		{2 * mb, PluginFloor, 100, 700},  // a plugin
-		{12 * mb, PluginFloor, 100, 100}, // a plugin past half its floor
+		{2 * mb, 16 * mb, 100, 700},      // a smaller floor
+		{12 * mb, 16 * mb, 100, 100},     // past half of it
 	} {
 		assert.Equal(t, c.want, PercentFor(c.live, c.floor, c.base), "live %d floor %d base %d", c.live, c.floor, c.base)
 	}
