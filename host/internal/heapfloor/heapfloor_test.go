@@ -15,15 +15,15 @@ func TestPercentFor(t *testing.T) {
 		live, floor uint64
 		base, want  int
 	}{
-		{10 * mb, 64 * mb, 100, 540},     // a cycle at 64 MB of heap
-		{40 * mb, 64 * mb, 100, 100},     // past half the floor: the usual percentage
-		{100 * mb, 64 * mb, 100, 100},    // past the floor
-		{0, 64 * mb, 100, 100},           // no collection yet: nothing known
-		{1024, 64 * mb, 100, 10_000},     // bounded
-		{10 * mb, 64 * mb, 800, 800},     // never under the process's own
-		{16 * mb, 64 * mb, 100, 300},     // 16 MB live, 64 MB goal
-		{2 * mb, 16 * mb, 100, 700},      // a smaller floor
-		{12 * mb, 16 * mb, 100, 100},     // past half of it
+		{10 * mb, 64 * mb, 100, 540},  // a cycle at 64 MB of heap
+		{40 * mb, 64 * mb, 100, 100},  // past half the floor: the usual percentage
+		{100 * mb, 64 * mb, 100, 100}, // past the floor
+		{0, 64 * mb, 100, 100},        // no collection yet: nothing known
+		{1024, 64 * mb, 100, 10_000},  // bounded
+		{10 * mb, 64 * mb, 800, 800},  // never under the process's own
+		{16 * mb, 64 * mb, 100, 300},  // 16 MB live, 64 MB goal
+		{2 * mb, 16 * mb, 100, 700},   // a smaller floor
+		{12 * mb, 16 * mb, 100, 100},  // past half of it
 	} {
 		assert.Equal(t, c.want, PercentFor(c.live, c.floor, c.base), "live %d floor %d base %d", c.live, c.floor, c.base)
 	}
