@@ -94,58 +94,75 @@ func TestFileLimits(t *testing.T) {
 	}
 }
 
-// TestWarmServersMax: 4 by default, 0 allowed (keep none), the file and
-// the environment set it, negative or non-numbers are refused.
-func TestWarmServersMax(t *testing.T) {
-	t.Setenv("AGENTHOST_WARM_SERVERS_MAX", "")
+// intSetting is a whole-number setting that the host file and the
+// environment both set (the environment wins), with a default when
+// neither does.
+type intSetting struct {
+	env, hcl string
+	get      func(Host) *int
+	def      int
+	// bad are environment values refused; badHCL, when set, is a value
+	// the file is refused with.
+	bad    []string
+	badHCL string
+}
+
+// checkIntSetting: the default, 0 from the file, 7 from the environment
+// over the file's 0, each bad value refused.
+func checkIntSetting(t *testing.T, s intSetting) {
+	t.Helper()
+	t.Setenv(s.env, "")
 	h, err := Load("")
 	require.NoError(t, err)
-	require.NotNil(t, h.WarmServersMax)
-	assert.Equal(t, DefaultWarmServersMax, *h.WarmServersMax)
+	require.NotNil(t, s.get(h))
+	assert.Equal(t, s.def, *s.get(h), "the default")
 
 	file := filepath.Join(t.TempDir(), "host.hcl")
-	require.NoError(t, os.WriteFile(file, []byte("warm_servers_max = 0\n"), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte(s.hcl+" = 0\n"), 0o644))
 	h, err = Load(file)
 	require.NoError(t, err)
-	assert.Equal(t, 0, *h.WarmServersMax, "0 keeps no agent server warm")
+	assert.Equal(t, 0, *s.get(h), "0 from the file")
 
-	t.Setenv("AGENTHOST_WARM_SERVERS_MAX", "2")
+	t.Setenv(s.env, "7")
 	h, err = Load(file)
 	require.NoError(t, err)
-	assert.Equal(t, 2, *h.WarmServersMax, "the environment wins over the file")
+	assert.Equal(t, 7, *s.get(h), "the environment wins over the file")
 
-	for _, bad := range []string{"many", "-1"} {
-		t.Setenv("AGENTHOST_WARM_SERVERS_MAX", bad)
+	for _, bad := range s.bad {
+		t.Setenv(s.env, bad)
 		_, err = Load("")
 		assert.Error(t, err, bad)
 	}
-	t.Setenv("AGENTHOST_WARM_SERVERS_MAX", "")
-	require.NoError(t, os.WriteFile(file, []byte("warm_servers_max = -2\n"), 0o644))
-	_, err = Load(file)
-	assert.Error(t, err)
+	if s.badHCL != "" {
+		t.Setenv(s.env, "")
+		require.NoError(t, os.WriteFile(file, []byte(s.hcl+" = "+s.badHCL+"\n"), 0o644))
+		_, err = Load(file)
+		assert.Error(t, err, s.badHCL)
+	}
+}
+
+// TestWarmServersMax: 4 by default, 0 allowed (keep none), the file and
+// the environment set it, negative or non-numbers are refused.
+func TestWarmServersMax(t *testing.T) {
+	checkIntSetting(t, intSetting{env: "AGENTHOST_WARM_SERVERS_MAX", hcl: "warm_servers_max",
+		get: func(h Host) *int { return h.WarmServersMax }, def: DefaultWarmServersMax,
+		bad: []string{"many", "-1"}, badHCL: "-2"})
 }
 
 // TestWarmServersMemory: 2048 MiB by default, 0 allowed (no budget), set
 // by file or environment, negative refused.
 func TestWarmServersMemory(t *testing.T) {
-	t.Setenv("AGENTHOST_WARM_SERVERS_MEMORY_MB", "")
-	h, err := Load("")
-	require.NoError(t, err)
-	assert.Equal(t, DefaultWarmServersMemoryMB, *h.WarmServersMemoryMB)
-	file := filepath.Join(t.TempDir(), "host.hcl")
-	require.NoError(t, os.WriteFile(file, []byte("warm_servers_memory_mb = 0\n"), 0o644))
-	h, err = Load(file)
-	require.NoError(t, err)
-	assert.Equal(t, 0, *h.WarmServersMemoryMB)
-	t.Setenv("AGENTHOST_WARM_SERVERS_MEMORY_MB", "512")
-	h, err = Load(file)
-	require.NoError(t, err)
-	assert.Equal(t, 512, *h.WarmServersMemoryMB)
-	for _, bad := range []string{"lots", "-5"} {
-		t.Setenv("AGENTHOST_WARM_SERVERS_MEMORY_MB", bad)
-		_, err = Load("")
-		assert.Error(t, err, bad)
-	}
+	checkIntSetting(t, intSetting{env: "AGENTHOST_WARM_SERVERS_MEMORY_MB", hcl: "warm_servers_memory_mb",
+		get: func(h Host) *int { return h.WarmServersMemoryMB }, def: DefaultWarmServersMemoryMB,
+		bad: []string{"lots", "-5"}})
+}
+
+// TestGCHeapFloor: 64 MiB by default, 0 allowed (off), set by file or
+// environment, negative or absurd refused.
+func TestGCHeapFloor(t *testing.T) {
+	checkIntSetting(t, intSetting{env: "AGENTHOST_GC_HEAP_FLOOR_MB", hcl: "gc_heap_floor_mb",
+		get: func(h Host) *int { return h.GCHeapFloorMB }, def: DefaultGCHeapFloorMB,
+		bad: []string{"lots", "-5", "99999999"}, badHCL: "-1"})
 }
 
 // TestParseOrigins: allowed browser origins are exact and normalised; a
@@ -162,31 +179,4 @@ func TestParseOrigins(t *testing.T) {
 	h, err := Load("")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"http://a.test", "http://b.test:8080"}, h.CORSOrigins)
-}
-
-// TestGCHeapFloor: 64 MiB by default, 0 allowed (off), set by file or
-// environment, negative or absurd refused.
-func TestGCHeapFloor(t *testing.T) {
-	t.Setenv("AGENTHOST_GC_HEAP_FLOOR_MB", "")
-	h, err := Load("")
-	require.NoError(t, err)
-	assert.Equal(t, DefaultGCHeapFloorMB, *h.GCHeapFloorMB)
-	file := filepath.Join(t.TempDir(), "host.hcl")
-	require.NoError(t, os.WriteFile(file, []byte("gc_heap_floor_mb = 0\n"), 0o644))
-	h, err = Load(file)
-	require.NoError(t, err)
-	assert.Equal(t, 0, *h.GCHeapFloorMB)
-	t.Setenv("AGENTHOST_GC_HEAP_FLOOR_MB", "256")
-	h, err = Load(file)
-	require.NoError(t, err)
-	assert.Equal(t, 256, *h.GCHeapFloorMB)
-	for _, bad := range []string{"lots", "-5", "99999999"} {
-		t.Setenv("AGENTHOST_GC_HEAP_FLOOR_MB", bad)
-		_, err = Load("")
-		assert.Error(t, err, bad)
-	}
-	t.Setenv("AGENTHOST_GC_HEAP_FLOOR_MB", "")
-	require.NoError(t, os.WriteFile(file, []byte("gc_heap_floor_mb = -1\n"), 0o644))
-	_, err = Load(file)
-	assert.Error(t, err)
 }
