@@ -276,7 +276,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, runID string) error {
 		// No engine call is running: the cancel is confirmed by definition.
 		ar.idle = false
 		ar.done = make(chan struct{})
-		close(ar.cancelled)
+		ar.markCancelled()
 		ar.mu.Unlock()
 		o.finish(ar, outcome{status: core.RunCancelled}, ar.ref)
 		return nil
@@ -295,7 +295,7 @@ func (o *Orchestrator) Cancel(ctx context.Context, runID string) error {
 		found, err = client.Cancel(rpcCtx, runID, "cancelled by user")
 		stop()
 	}
-	close(ar.cancelled)
+	ar.markCancelled()
 	if err != nil {
 		ar.abort(core.CodeCancelUnconfirmed, fmt.Sprintf("could not reach the engine to cancel: %v", err))
 		return nil
@@ -462,13 +462,10 @@ func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call eng
 	defer cancel()
 	stop := context.AfterFunc(ar.ctx, cancel)
 	defer stop()
-	go func() {
-		select {
-		case <-ar.cancelled:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	// Registered, not watched by a goroutine of the call's own: a call
+	// would otherwise start one and wake it again at its end.
+	stopOnCancel := context.AfterFunc(ar.cancelled, cancel)
+	defer stopOnCancel()
 
 	ar.mu.Lock()
 	ar.toolpacks[route.Toolpack]++

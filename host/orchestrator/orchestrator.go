@@ -344,15 +344,17 @@ type activeRun struct {
 	run             *core.Run
 	finished        bool
 	cancelRequested bool
-	// cancelled is closed on a cancel request so waits (permission, tools)
-	// stop even when an engine ignores its context.
-	cancelled chan struct{}
-	failCode  string
-	failMsg   string
-	engineH   pluginmgr.Handle
-	sandboxH  pluginmgr.Handle
-	toolpacks map[string]int // toolpack name → calls in flight
-	pending   *pendingPermission
+	// cancelled is done once a cancel is requested (markCancelled), so
+	// waits (permission, tools) stop even when an engine ignores its
+	// context.
+	cancelled     context.Context
+	markCancelled context.CancelFunc
+	failCode      string
+	failMsg       string
+	engineH       pluginmgr.Handle
+	sandboxH      pluginmgr.Handle
+	toolpacks     map[string]int // toolpack name → calls in flight
+	pending       *pendingPermission
 	// filesReady: req.Files holds the run's base files (LoadFiles was
 	// called), with those over the limits kept out.
 	filesReady bool
@@ -409,9 +411,10 @@ type pendingPermission struct {
 
 func newActiveRun(run *core.Run, req StartRequest) *activeRun {
 	ctx, cancel := context.WithCancel(context.Background())
+	cancelled, markCancelled := context.WithCancel(context.Background())
 	return &activeRun{
 		req: req, run: run, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		cancelled: make(chan struct{}), toolpacks: map[string]int{}, openCalls: map[string]string{}, engineCalls: map[string]int{}, timings: map[string]int64{},
+		cancelled: cancelled, markCancelled: markCancelled, toolpacks: map[string]int{}, openCalls: map[string]string{}, engineCalls: map[string]int{}, timings: map[string]int64{},
 		queued: newPendingEvents(),
 	}
 }
