@@ -52,7 +52,7 @@ func TestParseRealOutput(t *testing.T) {
 	_, ok := r.median("host/api.BenchmarkMockTurn/sqlite", "xacts/turn")
 	assert.False(t, ok, "a unit the benchmark never reported")
 	assert.NotContains(t, r, "host/api.BenchmarkMockTurn/sqlite-2")
-	assert.Equal(t, 17, len(r), "benchmarks: %v", keys(r))
+	assert.Equal(t, 18, len(r), "benchmarks: %v", keys(r))
 }
 
 func keys(r results) []string {
@@ -171,11 +171,15 @@ func TestReportRealOutput(t *testing.T) {
 	assert.Contains(t, tool, "4 × 222.2 µs")
 	assert.Contains(t, tool, "4.15×")
 	assert.True(t, strings.HasSuffix(tool, markFail), tool)
+	idle := line("tool call round trip, in-memory log vs the 3 hops")
+	assert.Contains(t, idle, "3 × 307.2 µs")
+	assert.Contains(t, idle, "4.00×")
+	assert.True(t, strings.HasSuffix(idle, markInfo), idle)
 	assert.True(t, strings.HasSuffix(line("patch apply"), markInfo))
 	assert.True(t, strings.HasSuffix(line("host RSS idle"), markNotMeasured))
 	assert.Contains(t, line("20 sessions of mock turns, events/s (SQLite)"), "≥ 10.0k events/s")
 	assert.Equal(t, 9, failed)
-	assert.Equal(t, "0 pass, 9 FAIL, 1 info, 10 not measured (medians over each benchmark's runs)", lines[len(lines)-1])
+	assert.Equal(t, "0 pass, 9 FAIL, 2 info, 10 not measured (medians over each benchmark's runs)", lines[len(lines)-1])
 }
 
 func TestRunMissingFile(t *testing.T) {
