@@ -85,12 +85,12 @@ func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal
 }
 
 // chatWithTail is chatSession with the tail of its history a run carries
-// (store.ChatSessionTail), read together, or taken from read when the
-// caller started that read already.
-func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int, read <-chan chatTail) (store.ChatSession, []store.ChatMessage, int, error) {
+// (store.ChatSessionTail), read together, or read already (with the app,
+// by createRun) when read is not nil.
+func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int, read *chatTail) (store.ChatSession, []store.ChatMessage, int, error) {
 	var t chatTail
 	if read != nil {
-		t = <-read // read ahead by createRun
+		t = *read
 	} else {
 		t = s.readChatTail(ctx, id, budget)
 	}

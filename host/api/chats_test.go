@@ -22,6 +22,11 @@ func TestChatSessionsCarryHistory(t *testing.T) {
 		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", base+"runs", map[string]any{"prompt": "history", "chat_session_id": chat}, &second))
 		done := e.waitRun(app, second["id"].(string))
 		assert.Equal(t, "history=2 user,assistant", done.OutputText, "the second run gets the first run's turns")
+		// The third reads only the turns added since the second (the tail
+		// held from its read), with the app in one statement on PostgreSQL.
+		var third map[string]any
+		require.Equal(t, http.StatusCreated, e.do(e.tokenA, "POST", base+"runs", map[string]any{"prompt": "history", "chat_session_id": chat}, &third))
+		assert.Equal(t, "history=4 user,assistant,user,assistant", e.waitRun(app, third["id"].(string)).OutputText)
 
 		var got struct {
 			ID       string `json:"id"`
@@ -32,7 +37,7 @@ func TestChatSessionsCarryHistory(t *testing.T) {
 			} `json:"messages"`
 		}
 		require.Equal(t, http.StatusOK, e.do(e.tokenA, "GET", base+"chat-sessions/"+chat, nil, &got))
-		require.Len(t, got.Messages, 4)
+		require.Len(t, got.Messages, 6)
 		assert.Equal(t, []string{"user", "assistant", "user", "assistant"},
 			[]string{got.Messages[0].Role, got.Messages[1].Role, got.Messages[2].Role, got.Messages[3].Role})
 		assert.Equal(t, "history=0 ", got.Messages[1].Content)

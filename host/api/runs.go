@@ -117,25 +117,24 @@ func (s *Server) createRun(c *gin.Context) {
 		bindingsOf = ""
 	}
 	older, budget := 0, messageBudget()
-	// On PostgreSQL a chat's tail is read while the app is: the reads do
-	// not depend on each other, and each is a round trip to a database
-	// that may be across a network from this host. The tail is used only
-	// once the request has passed every check below.
-	var tailRead <-chan chatTail
-	if bindErr == nil && req.ChatSessionID != "" && s.deps.Store.Dialect() == store.Postgres {
-		read := make(chan chatTail, 1)
-		// Not cancelled when the request ends: a request refused before
-		// it takes the tail (an unknown app, say) would otherwise cancel
-		// the read in flight, and lib/pq closes a connection whose query
-		// was cancelled. The bound is for a database that stops answering.
-		readCtx, cancelRead := context.WithTimeout(context.WithoutCancel(ctx), chatTailReadTimeout)
-		go func() {
-			defer cancelRead()
-			read <- s.readChatTail(readCtx, req.ChatSessionID, budget)
-		}()
-		tailRead = read
+	// A chat's tail is read with the app, in the one statement
+	// (store.AppForRunWithChatTail): the reads do not depend on each
+	// other, and each would be a round trip to a database that may be
+	// across a network from this host. The tail is used only once the
+	// request has passed every check below.
+	var tailRead *chatTail
+	var a store.App
+	var defaultModel store.Model
+	var defaultEngineModelID string
+	var err error
+	if bindErr == nil && req.ChatSessionID != "" && validID(req.ChatSessionID) && s.deps.Store.Dialect() == store.Postgres {
+		var t store.ChatTailRead
+		a, defaultModel, defaultEngineModelID, t, err = s.deps.Store.AppForRunWithChatTail(ctx, appID, p.TenantID, bindingsOf,
+			req.ChatSessionID, budget, historyMaxMessages())
+		tailRead = &chatTail{session: t.Session, turns: t.Turns, older: t.Older, err: t.Err}
+	} else {
+		a, defaultModel, defaultEngineModelID, err = s.deps.Store.AppForRun(ctx, appID, p.TenantID, bindingsOf)
 	}
-	a, defaultModel, defaultEngineModelID, err := s.deps.Store.AppForRun(ctx, appID, p.TenantID, bindingsOf)
 	if err == nil && a.TenantID != p.TenantID {
 		err = core.Errf(core.CodeNotFound, "", "app %s not found", appID)
 	}
@@ -284,9 +283,6 @@ func (s *Server) createRun(c *gin.Context) {
 	}
 	c.JSON(http.StatusCreated, runOut(run))
 }
-
-// chatTailReadTimeout bounds the chat tail read createRun starts ahead.
-const chatTailReadTimeout = 30 * time.Second
 
 // restoreNote is the system message that tells a run a checkpoint was
 // restored since the conversation's last run.

@@ -200,6 +200,12 @@ func turns(sessionID string, rows []tailRow) []ChatMessage {
 // session's message_count.
 func (s *Store) chatTailWhole(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
 	cs, tail, total, err := s.readTail(ctx, sessionID, budget, maxTurns, nil)
+	return s.keepWholeTail(sessionID, budget, maxTurns, cs, tail, total, err)
+}
+
+// keepWholeTail caches a tail chatTailWhole read (or forgets the chat's,
+// when the session is gone) and returns it as ChatSessionTail does.
+func (s *Store) keepWholeTail(sessionID string, budget, maxTurns int, cs ChatSession, tail []ChatMessage, total int, err error) (ChatSession, []ChatMessage, int, error) {
 	if errors.Is(err, ErrNotFound) {
 		s.chatTails.drop(sessionID)
 	}
@@ -214,6 +220,16 @@ func (s *Store) chatTailWhole(ctx context.Context, sessionID string, budget, max
 // before bound when it is not nil (else of all), with how many turns that
 // is.
 func (s *Store) readTail(ctx context.Context, sessionID string, budget, maxTurns int, bound *ChatMessage) (ChatSession, []ChatMessage, int, error) {
+	q, args := s.readTailQuery(sessionID, budget, maxTurns, bound)
+	var rows []tailRow
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
+		return ChatSession{}, nil, 0, translate(err)
+	}
+	return readTailResult(sessionID, rows)
+}
+
+// readTailQuery is readTail's query (placeholders ?) with its arguments.
+func (s *Store) readTailQuery(sessionID string, budget, maxTurns int, bound *ChatMessage) (string, []any) {
 	length := "length"
 	if s.dialect == Postgres {
 		length = "char_length"
@@ -231,19 +247,19 @@ func (s *Store) readTail(ctx context.Context, sessionID string, budget, maxTurns
 	}
 	args = append(args, boundArgs...)
 	args = append(args, maxTurns, budget, sessionID)
-	var rows []tailRow
-	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+tailSessionColumns+`, t.id AS m_id, t.run_id AS m_run_id,
- t.role AS m_role, t.content AS m_content, t.created_at AS m_created_at, `+totalColumn+`
- FROM chat_sessions s`+countJoin+`
+	return `SELECT ` + tailSessionColumns + `, t.id AS m_id, t.run_id AS m_run_id,
+ t.role AS m_role, t.content AS m_content, t.created_at AS m_created_at, ` + totalColumn + `
+ FROM chat_sessions s` + countJoin + `
  LEFT JOIN (SELECT id, run_id, role, content, created_at, before FROM (
    SELECT id, run_id, role, content, created_at,
-    SUM(`+length+`(content)) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - `+length+`(content) AS before
-   FROM chat_messages WHERE `+where+` ORDER BY created_at DESC, id DESC LIMIT ?) w
+    SUM(` + length + `(content)) OVER (ORDER BY created_at DESC, id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - ` + length + `(content) AS before
+   FROM chat_messages WHERE ` + where + ` ORDER BY created_at DESC, id DESC LIMIT ?) w
   WHERE before <= ?) t ON 1 = 1
- WHERE s.id = ? ORDER BY t.created_at, t.id`), args...)
-	if err != nil {
-		return ChatSession{}, nil, 0, translate(err)
-	}
+ WHERE s.id = ? ORDER BY t.created_at, t.id`, args
+}
+
+// readTailResult is what readTail returns for the rows its query read.
+func readTailResult(sessionID string, rows []tailRow) (ChatSession, []ChatMessage, int, error) {
 	if len(rows) == 0 {
 		return ChatSession{}, nil, 0, notFound("chat session", sessionID)
 	}
@@ -280,20 +296,31 @@ func (s *Store) ChatTailBefore(ctx context.Context, sessionID, runID string, bud
 // those; ok is false when the held tail is no longer true (the caller then
 // reads it whole).
 func (s *Store) chatTailSince(ctx context.Context, sessionID string, held chatTail) (ChatSession, []ChatMessage, int, bool, error) {
+	q, args := chatTailSinceQuery(sessionID, held)
+	var rows []tailRow
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
+		return ChatSession{}, nil, 0, false, translate(err)
+	}
+	return s.chatTailSinceResult(sessionID, held, rows)
+}
+
+// chatTailSinceQuery is chatTailSince's query (placeholders ?) with its
+// arguments.
+func chatTailSinceQuery(sessionID string, held chatTail) (string, []any) {
 	after := ChatMessage{CreatedAt: math.MinInt64}
 	if n := len(held.tail); n > 0 {
 		after = held.tail[n-1]
 	}
-	var rows []tailRow
-	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT `+tailSessionColumns+`, m.id AS m_id, m.run_id AS m_run_id,
+	return `SELECT ` + tailSessionColumns + `, m.id AS m_id, m.run_id AS m_run_id,
  m.role AS m_role, m.content AS m_content, m.created_at AS m_created_at, s.message_count AS total
  FROM chat_sessions s
  LEFT JOIN chat_messages m ON m.chat_session_id = s.id AND (m.created_at, m.id) > (?, ?)
- WHERE s.id = ? ORDER BY m.created_at, m.id LIMIT ?`),
-		after.CreatedAt, after.ID, sessionID, chatTailNewLimit+1)
-	if err != nil {
-		return ChatSession{}, nil, 0, false, translate(err)
-	}
+ WHERE s.id = ? ORDER BY m.created_at, m.id LIMIT ?`, []any{after.CreatedAt, after.ID, sessionID, chatTailNewLimit + 1}
+}
+
+// chatTailSinceResult is what chatTailSince returns for the rows its query
+// read, the cache updated.
+func (s *Store) chatTailSinceResult(sessionID string, held chatTail, rows []tailRow) (ChatSession, []ChatMessage, int, bool, error) {
 	if len(rows) == 0 {
 		s.chatTails.drop(sessionID)
 		return ChatSession{}, nil, 0, false, notFound("chat session", sessionID)

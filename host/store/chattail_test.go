@@ -57,7 +57,19 @@ func TestChatTailHeldStaysTrue(t *testing.T) {
 			all, err = s.ChatMessages(ctx, "chat_r")
 			require.NoError(t, err)
 			want := trimTail(all, budget, maxTurns)
-			_, got, older, err := s.ChatSessionTail(ctx, "chat_r", budget, maxTurns)
+			// Every other read is the one run creation makes with the app
+			// (AppForRunWithChatTail): both keep the same held tail true.
+			var got []ChatMessage
+			var older int
+			if step%2 == 0 {
+				_, got, older, err = s.ChatSessionTail(ctx, "chat_r", budget, maxTurns)
+			} else {
+				var tail ChatTailRead
+				_, _, _, tail, err = s.AppForRunWithChatTail(ctx, "app1", "t1", "mock", "chat_r", budget, maxTurns)
+				require.NoError(t, err)
+				got, older, err = tail.Turns, tail.Older, tail.Err
+				assert.Equal(t, "chat_r", tail.Session.ID, "step %d", step)
+			}
 			require.NoError(t, err)
 			require.Equal(t, ids(want), ids(got), "step %d", step)
 			require.Equal(t, len(all)-len(want), older, "step %d", step)
@@ -65,6 +77,10 @@ func TestChatTailHeldStaysTrue(t *testing.T) {
 		require.NoError(t, s.DeleteChatSession(ctx, "chat_r"))
 		_, _, _, err := s.ChatSessionTail(ctx, "chat_r", budget, maxTurns)
 		assert.True(t, errors.Is(err, ErrNotFound), "%v", err)
+		app, _, _, tail, err := s.AppForRunWithChatTail(ctx, "app1", "t1", "mock", "chat_r", budget, maxTurns)
+		require.NoError(t, err, "the app is there")
+		assert.Equal(t, "app1", app.ID)
+		assert.True(t, errors.Is(tail.Err, ErrNotFound), "%v", tail.Err)
 	})
 }
 

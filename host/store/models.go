@@ -156,22 +156,36 @@ func (s *Store) AppForRun(ctx context.Context, appID, tenantID, engine string) (
 		// queries faster than the one that joins them.
 		return s.appForRunApart(ctx, appID, tenantID, engine)
 	}
-	var rows []struct {
-		appRow
-		MID         sql.NullString `db:"m_id"`
-		MTenantID   sql.NullString `db:"m_tenant_id"`
-		MName       sql.NullString `db:"m_name"`
-		MKind       sql.NullString `db:"m_kind"`
-		MProvider   sql.NullString `db:"m_provider"`
-		MProvModel  sql.NullString `db:"m_provider_model"`
-		MBaseURL    sql.NullString `db:"m_base_url"`
-		MAPIKeyEnv  sql.NullString `db:"m_api_key_env"`
-		MActive     sql.NullBool   `db:"m_active"`
-		MCreatedAt  sql.NullInt64  `db:"m_created_at"`
-		BTenantID   sql.NullString `db:"b_tenant_id"`
-		BEngineModl sql.NullString `db:"b_engine_model_id"`
+	q, args := appForRunQuery(appID, tenantID, engine)
+	var rows []appForRunRow
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
+		return App{}, Model{}, "", translate(err)
 	}
-	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT a.id, a.tenant_id, a.name, a.draft_revision_id, a.selected_agent_id,
+	return appForRunResult(appID, tenantID, rows)
+}
+
+// appForRunRow is a row of appForRunQuery: the app, its tenant's default
+// model and one of that model's bindings to the engine (NULLs: none).
+type appForRunRow struct {
+	appRow
+	MID         sql.NullString `db:"m_id"`
+	MTenantID   sql.NullString `db:"m_tenant_id"`
+	MName       sql.NullString `db:"m_name"`
+	MKind       sql.NullString `db:"m_kind"`
+	MProvider   sql.NullString `db:"m_provider"`
+	MProvModel  sql.NullString `db:"m_provider_model"`
+	MBaseURL    sql.NullString `db:"m_base_url"`
+	MAPIKeyEnv  sql.NullString `db:"m_api_key_env"`
+	MActive     sql.NullBool   `db:"m_active"`
+	MCreatedAt  sql.NullInt64  `db:"m_created_at"`
+	BTenantID   sql.NullString `db:"b_tenant_id"`
+	BEngineModl sql.NullString `db:"b_engine_model_id"`
+}
+
+// appForRunQuery is AppForRun's query on PostgreSQL (placeholders ?), with
+// its arguments.
+func appForRunQuery(appID, tenantID, engine string) (string, []any) {
+	return `SELECT a.id, a.tenant_id, a.name, a.draft_revision_id, a.selected_agent_id,
  a.created_at, a.updated_at, dm.id AS m_id, dm.tenant_id AS m_tenant_id, dm.name AS m_name, dm.kind AS m_kind,
  dm.provider AS m_provider, dm.provider_model AS m_provider_model, dm.base_url AS m_base_url, dm.api_key_env AS m_api_key_env,
  dm.active AS m_active, dm.created_at AS m_created_at, b.tenant_id AS b_tenant_id, b.engine_model_id AS b_engine_model_id
@@ -182,10 +196,11 @@ func (s *Store) AppForRun(ctx context.Context, appID, tenantID, engine string) (
   WHERE m.active = ? AND m.kind = 'chat' AND (m.tenant_id IS NULL OR m.tenant_id = ?)
   ORDER BY CASE WHEN d.tenant_id IS NULL THEN 2 WHEN d.tenant_id = '' THEN 1 ELSE 0 END, m.created_at, m.id LIMIT 1) dm ON 1 = 1
  LEFT JOIN model_bindings b ON b.model_id = dm.id AND b.engine = ? AND (b.tenant_id = '' OR b.tenant_id = ?)
- WHERE a.id = ?`), tenantID, true, tenantID, engine, tenantID, appID)
-	if err != nil {
-		return App{}, Model{}, "", translate(err)
-	}
+ WHERE a.id = ?`, []any{tenantID, true, tenantID, engine, tenantID, appID}
+}
+
+// appForRunResult is what AppForRun returns for the rows its query read.
+func appForRunResult(appID, tenantID string, rows []appForRunRow) (App, Model, string, error) {
 	if len(rows) == 0 {
 		return App{}, Model{}, "", notFound("app", appID)
 	}

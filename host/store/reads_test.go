@@ -91,6 +91,13 @@ func TestAppForRun(t *testing.T) {
 				require.NoError(t, err)
 			}
 			assert.Equal(t, wantID, engineID)
+			// Read with a chat's tail, the answer is the same.
+			withApp, withModel, withID, tail, err := s.AppForRunWithChatTail(ctx, "app1", tenant, engine, "chat_none", 100, 0)
+			require.NoError(t, err)
+			assert.Equal(t, app, withApp)
+			assert.Equal(t, m, withModel)
+			assert.Equal(t, engineID, withID)
+			assert.True(t, errors.Is(tail.Err, ErrNotFound), "no such chat: %v", tail.Err)
 			return m, engineID
 		}
 		m, _ := agrees("t1", "opencode")
@@ -119,6 +126,8 @@ func TestAppForRun(t *testing.T) {
 		assert.Equal(t, "mdl_t2", m.ID)
 
 		_, _, _, err = s.AppForRun(ctx, "app_none", "t1", "opencode")
+		assert.True(t, errors.Is(err, ErrNotFound), "%v", err)
+		_, _, _, _, err = s.AppForRunWithChatTail(ctx, "app_none", "t1", "opencode", "chat_none", 100, 0)
 		assert.True(t, errors.Is(err, ErrNotFound), "%v", err)
 	})
 }

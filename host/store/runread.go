@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"math"
+)
+
+// ChatTailRead is a chat session read with the tail of its turns, as
+// ChatSessionTail returns them; Err is that read's own error (ErrNotFound:
+// no such session).
+type ChatTailRead struct {
+	Session ChatSession
+	Turns   []ChatMessage
+	Older   int
+	Err     error
+}
+
+// AppForRunWithChatTail is AppForRun and ChatSessionTail(sessionID, budget,
+// maxTurns) together. On PostgreSQL they are one statement: a run started
+// in a chat costs the database one read before it is recorded, not two
+// (each a statement the database parses, runs and answers, and a
+// connection of the pool). The error returned is the app's; the tail's is
+// in the ChatTailRead, and the caller decides whether the session is the
+// caller's. On SQLite it makes the two reads, which cost no round trip.
+func (s *Store) AppForRunWithChatTail(ctx context.Context, appID, tenantID, engine, sessionID string, budget, maxTurns int) (App, Model, string, ChatTailRead, error) {
+	var t ChatTailRead
+	if s.dialect == SQLite {
+		a, m, engineModelID, err := s.AppForRun(ctx, appID, tenantID, engine)
+		if err == nil {
+			t.Session, t.Turns, t.Older, t.Err = s.ChatSessionTail(ctx, sessionID, budget, maxTurns)
+		}
+		return a, m, engineModelID, t, err
+	}
+	if maxTurns <= 0 {
+		maxTurns = math.MaxInt32
+	}
+	held, since := s.chatTails.get(sessionID)
+	since = since && held.budget == budget && held.maxTurns == maxTurns
+	tailQuery, tailArgs := s.readTailQuery(sessionID, budget, maxTurns, nil)
+	if since {
+		tailQuery, tailArgs = chatTailSinceQuery(sessionID, held)
+	}
+	appQuery, args := appForRunQuery(appID, tenantID, engine)
+	args = append(args, tailArgs...)
+	// One row set of two shapes: each part's columns are NULL (or empty,
+	// where the Go side is not nullable) in the other's rows.
+	var rows []runReadRow
+	err := s.r.SelectContext(ctx, &rows, s.rebind(`WITH a AS (`+appQuery+`), t AS (`+tailQuery+`)
+ SELECT 'a' AS part, a.id, a.tenant_id, a.name, a.draft_revision_id, a.selected_agent_id, a.created_at, a.updated_at,
+  a.m_id, a.m_tenant_id, a.m_name, a.m_kind, a.m_provider, a.m_provider_model, a.m_base_url, a.m_api_key_env, a.m_active,
+  a.m_created_at, a.b_tenant_id, a.b_engine_model_id,
+  '' AS "t.id", '' AS "t.tenant_id", '' AS "t.app_id", '' AS "t.user_id", '' AS "t.title", NULL AS "t.restored_checkpoint_id",
+  0 AS "t.created_at", 0 AS "t.updated_at", NULL AS "t.m_id", NULL AS "t.m_run_id", NULL AS "t.m_role", NULL AS "t.m_content",
+  NULL AS "t.m_created_at", 0 AS "t.total"
+ FROM a
+ UNION ALL
+ SELECT 't', '', '', '', NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+  t.id, t.tenant_id, t.app_id, t.user_id, t.title, t.restored_checkpoint_id, t.created_at, t.updated_at,
+  t.m_id, t.m_run_id, t.m_role, t.m_content, t.m_created_at, t.total
+ FROM t
+ ORDER BY part, "t.m_created_at", "t.m_id"`), args...)
+	if err != nil {
+		err = translate(err)
+		return App{}, Model{}, "", ChatTailRead{Err: err}, err
+	}
+	var appRows []appForRunRow
+	var tailRows []tailRow
+	for _, r := range rows {
+		if r.Part == "a" {
+			appRows = append(appRows, r.appForRunRow)
+		} else {
+			tailRows = append(tailRows, r.Tail)
+		}
+	}
+	a, m, engineModelID, err := appForRunResult(appID, tenantID, appRows)
+	if !since {
+		cs, tail, total, terr := readTailResult(sessionID, tailRows)
+		t.Session, t.Turns, t.Older, t.Err = s.keepWholeTail(sessionID, budget, maxTurns, cs, tail, total, terr)
+		return a, m, engineModelID, t, err
+	}
+	cs, tail, older, ok, terr := s.chatTailSinceResult(sessionID, held, tailRows)
+	if terr == nil && !ok {
+		// The tail held is no longer true (a turn deleted, or written by
+		// another host out of order): read it whole, as ChatSessionTail.
+		cs, tail, older, terr = s.chatTailWhole(ctx, sessionID, budget, maxTurns)
+	}
+	t = ChatTailRead{Session: cs, Turns: tail, Older: older, Err: terr}
+	return a, m, engineModelID, t, err
+}
+
+// runReadRow is a row of AppForRunWithChatTail's statement: part "a" is a
+// row of AppForRun's query, part "t" one of the chat tail's.
+type runReadRow struct {
+	Part string `db:"part"`
+	appForRunRow
+	Tail tailRow `db:"t"`
+}
