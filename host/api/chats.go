@@ -87,38 +87,28 @@ func (s *Server) chatSession(ctx context.Context, a store.App, p store.Principal
 // chatWithTail is chatSession with the tail of its history a run carries
 // (store.ChatSessionTail), read together, or read already (with the app,
 // by createRun) when read is not nil.
-func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int, read *chatTail) (store.ChatSession, []store.ChatMessage, int, error) {
-	var t chatTail
+func (s *Server) chatWithTail(ctx context.Context, a store.App, p store.Principal, id string, budget int, read *store.ChatTailRead) (store.ChatSession, []store.ChatMessage, int, error) {
+	var t store.ChatTailRead
 	if read != nil {
 		t = *read
 	} else {
 		t = s.readChatTail(ctx, id, budget)
 	}
-	cs, tail, older, err := t.session, t.turns, t.older, t.err
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !ownsChat(cs, a, p)) {
+	if errors.Is(t.Err, store.ErrNotFound) || (t.Err == nil && !ownsChat(t.Session, a, p)) {
 		return store.ChatSession{}, nil, 0, chatNotFound(id)
 	}
-	return cs, tail, older, err
-}
-
-// chatTail is a chat session read with the tail of its turns
-// (store.ChatSessionTail), unchecked: chatWithTail checks it is the
-// caller's.
-type chatTail struct {
-	session store.ChatSession
-	turns   []store.ChatMessage
-	older   int
-	err     error
+	return t.Session, t.Turns, t.Older, t.Err
 }
 
 // readChatTail reads session id and the tail of its turns that budget
-// holds. A malformed id is read as no session at all.
-func (s *Server) readChatTail(ctx context.Context, id string, budget int) chatTail {
+// holds, unchecked (chatWithTail checks it is the caller's). A malformed
+// id is read as no session at all.
+func (s *Server) readChatTail(ctx context.Context, id string, budget int) store.ChatTailRead {
 	if !validID(id) {
-		return chatTail{err: store.ErrNotFound}
+		return store.ChatTailRead{Err: store.ErrNotFound}
 	}
-	var t chatTail
-	t.session, t.turns, t.older, t.err = s.deps.Store.ChatSessionTail(ctx, id, budget, historyMaxMessages())
+	var t store.ChatTailRead
+	t.Session, t.Turns, t.Older, t.Err = s.deps.Store.ChatSessionTail(ctx, id, budget, historyMaxMessages())
 	return t
 }
 

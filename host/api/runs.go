@@ -117,21 +117,24 @@ func (s *Server) createRun(c *gin.Context) {
 		bindingsOf = ""
 	}
 	older, budget := 0, messageBudget()
-	// A chat's tail is read with the app, in the one statement
+	// On PostgreSQL a chat's tail is read with the app, in one statement
 	// (store.AppForRunWithChatTail): the reads do not depend on each
 	// other, and each would be a round trip to a database that may be
 	// across a network from this host. The tail is used only once the
-	// request has passed every check below.
-	var tailRead *chatTail
-	var a store.App
-	var defaultModel store.Model
-	var defaultEngineModelID string
-	var err error
+	// request has passed every check below. On SQLite chatWithTail reads
+	// it then.
+	var (
+		tailRead             *store.ChatTailRead
+		a                    store.App
+		defaultModel         store.Model
+		defaultEngineModelID string
+		err                  error
+	)
 	if bindErr == nil && req.ChatSessionID != "" && validID(req.ChatSessionID) && s.deps.Store.Dialect() == store.Postgres {
 		var t store.ChatTailRead
 		a, defaultModel, defaultEngineModelID, t, err = s.deps.Store.AppForRunWithChatTail(ctx, appID, p.TenantID, bindingsOf,
 			req.ChatSessionID, budget, historyMaxMessages())
-		tailRead = &chatTail{session: t.Session, turns: t.Turns, older: t.Older, err: t.Err}
+		tailRead = &t
 	} else {
 		a, defaultModel, defaultEngineModelID, err = s.deps.Store.AppForRun(ctx, appID, p.TenantID, bindingsOf)
 	}

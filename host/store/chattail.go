@@ -154,16 +154,57 @@ func (c *chatTailCache) drop(id string) {
 // length of the chat. The turns returned are shared with that cache: the
 // caller must not modify them.
 func (s *Store) ChatSessionTail(ctx context.Context, sessionID string, budget, maxTurns int) (ChatSession, []ChatMessage, int, error) {
+	r := s.planTailRead(sessionID, budget, maxTurns)
+	q, args := s.tailQuery(r)
+	var rows []tailRow
+	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
+		return ChatSession{}, nil, 0, translate(err)
+	}
+	return s.tailResult(ctx, r, rows)
+}
+
+// tailRead is how a chat's tail is read next: only the turns after the
+// tail held (since), or whole.
+type tailRead struct {
+	sessionID        string
+	budget, maxTurns int
+	held             chatTail
+	since            bool
+}
+
+// planTailRead decides how ChatSessionTail reads sessionID's tail: only
+// what is new when the cache holds a tail of the same budget and bound.
+func (s *Store) planTailRead(sessionID string, budget, maxTurns int) tailRead {
 	if maxTurns <= 0 {
 		maxTurns = math.MaxInt32
 	}
-	if held, ok := s.chatTails.get(sessionID); ok && held.budget == budget && held.maxTurns == maxTurns {
-		cs, tail, older, ok, err := s.chatTailSince(ctx, sessionID, held)
-		if err != nil || ok {
-			return cs, tail, older, err
-		}
+	held, ok := s.chatTails.get(sessionID)
+	return tailRead{sessionID: sessionID, budget: budget, maxTurns: maxTurns, held: held,
+		since: ok && held.budget == budget && held.maxTurns == maxTurns}
+}
+
+// tailQuery is r's query (placeholders ?) with its arguments.
+func (s *Store) tailQuery(r tailRead) (string, []any) {
+	if r.since {
+		return chatTailSinceQuery(r.sessionID, r.held)
 	}
-	return s.chatTailWhole(ctx, sessionID, budget, maxTurns)
+	return s.readTailQuery(r.sessionID, r.budget, r.maxTurns, nil)
+}
+
+// tailResult is what ChatSessionTail returns for the rows r's query read,
+// with the cache updated; a held tail that is no longer true is read again
+// whole.
+func (s *Store) tailResult(ctx context.Context, r tailRead, rows []tailRow) (ChatSession, []ChatMessage, int, error) {
+	if !r.since {
+		cs, tail, total, err := readTailResult(r.sessionID, rows)
+		return s.keepWholeTail(r.sessionID, r.budget, r.maxTurns, cs, tail, total, err)
+	}
+	cs, tail, older, ok, err := s.chatTailSinceResult(r.sessionID, r.held, rows)
+	if err != nil || ok {
+		return cs, tail, older, err
+	}
+	// A turn deleted, or one another host wrote out of order.
+	return s.chatTailWhole(ctx, r.sessionID, r.budget, r.maxTurns)
 }
 
 // tailRow is a chat session joined with one of its turns (none: NULLs)
@@ -291,21 +332,8 @@ func (s *Store) ChatTailBefore(ctx context.Context, sessionID, runID string, bud
 	return tail, max(0, total-len(tail)), nil
 }
 
-// chatTailSince reads the session, the chat's length and the turns after
-// the newest one held, and returns the tail made from the held one and
-// those; ok is false when the held tail is no longer true (the caller then
-// reads it whole).
-func (s *Store) chatTailSince(ctx context.Context, sessionID string, held chatTail) (ChatSession, []ChatMessage, int, bool, error) {
-	q, args := chatTailSinceQuery(sessionID, held)
-	var rows []tailRow
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(q), args...); err != nil {
-		return ChatSession{}, nil, 0, false, translate(err)
-	}
-	return s.chatTailSinceResult(sessionID, held, rows)
-}
-
-// chatTailSinceQuery is chatTailSince's query (placeholders ?) with its
-// arguments.
+// chatTailSinceQuery reads the session, the chat's length and the turns
+// after the newest one held (placeholders ?), with its arguments.
 func chatTailSinceQuery(sessionID string, held chatTail) (string, []any) {
 	after := ChatMessage{CreatedAt: math.MinInt64}
 	if n := len(held.tail); n > 0 {
@@ -318,8 +346,9 @@ func chatTailSinceQuery(sessionID string, held chatTail) (string, []any) {
  WHERE s.id = ? ORDER BY m.created_at, m.id LIMIT ?`, []any{after.CreatedAt, after.ID, sessionID, chatTailNewLimit + 1}
 }
 
-// chatTailSinceResult is what chatTailSince returns for the rows its query
-// read, the cache updated.
+// chatTailSinceResult is the tail made from the held one and the rows
+// chatTailSinceQuery read, the cache updated; ok is false when the held
+// tail is no longer true (the caller then reads it whole).
 func (s *Store) chatTailSinceResult(sessionID string, held chatTail, rows []tailRow) (ChatSession, []ChatMessage, int, bool, error) {
 	if len(rows) == 0 {
 		s.chatTails.drop(sessionID)

@@ -1,9 +1,6 @@
 package store
 
-import (
-	"context"
-	"math"
-)
+import "context"
 
 // ChatTailRead is a chat session read with the tail of its turns, as
 // ChatSessionTail returns them; Err is that read's own error (ErrNotFound:
@@ -26,20 +23,11 @@ func (s *Store) AppForRunWithChatTail(ctx context.Context, appID, tenantID, engi
 	var t ChatTailRead
 	if s.dialect == SQLite {
 		a, m, engineModelID, err := s.AppForRun(ctx, appID, tenantID, engine)
-		if err == nil {
-			t.Session, t.Turns, t.Older, t.Err = s.ChatSessionTail(ctx, sessionID, budget, maxTurns)
-		}
+		t.Session, t.Turns, t.Older, t.Err = s.ChatSessionTail(ctx, sessionID, budget, maxTurns)
 		return a, m, engineModelID, t, err
 	}
-	if maxTurns <= 0 {
-		maxTurns = math.MaxInt32
-	}
-	held, since := s.chatTails.get(sessionID)
-	since = since && held.budget == budget && held.maxTurns == maxTurns
-	tailQuery, tailArgs := s.readTailQuery(sessionID, budget, maxTurns, nil)
-	if since {
-		tailQuery, tailArgs = chatTailSinceQuery(sessionID, held)
-	}
+	r := s.planTailRead(sessionID, budget, maxTurns)
+	tailQuery, tailArgs := s.tailQuery(r)
 	appQuery, args := appForRunQuery(appID, tenantID, engine)
 	args = append(args, tailArgs...)
 	// One row set of two shapes: each part's columns are NULL (or empty,
@@ -73,18 +61,7 @@ func (s *Store) AppForRunWithChatTail(ctx context.Context, appID, tenantID, engi
 		}
 	}
 	a, m, engineModelID, err := appForRunResult(appID, tenantID, appRows)
-	if !since {
-		cs, tail, total, terr := readTailResult(sessionID, tailRows)
-		t.Session, t.Turns, t.Older, t.Err = s.keepWholeTail(sessionID, budget, maxTurns, cs, tail, total, terr)
-		return a, m, engineModelID, t, err
-	}
-	cs, tail, older, ok, terr := s.chatTailSinceResult(sessionID, held, tailRows)
-	if terr == nil && !ok {
-		// The tail held is no longer true (a turn deleted, or written by
-		// another host out of order): read it whole, as ChatSessionTail.
-		cs, tail, older, terr = s.chatTailWhole(ctx, sessionID, budget, maxTurns)
-	}
-	t = ChatTailRead{Session: cs, Turns: tail, Older: older, Err: terr}
+	t.Session, t.Turns, t.Older, t.Err = s.tailResult(ctx, r, tailRows)
 	return a, m, engineModelID, t, err
 }
 
