@@ -59,7 +59,10 @@ func (s *Server) streamRun(c *gin.Context) {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	w.Flush()
+	// The header goes out with the first events when the log already has
+	// some (a run's stream opened after its create has run.accepted): one
+	// write and one wake-up of the client instead of two. It goes alone
+	// before the first wait for events.
 
 	heartbeat := time.NewTicker(s.deps.Heartbeat)
 	defer heartbeat.Stop()
@@ -84,6 +87,7 @@ func (s *Server) streamRun(c *gin.Context) {
 					s.log.Warn("stream read waits for the database", "run", r.ID, "cause", cause)
 				}
 				readBackoff = min(max(2*readBackoff, 50*time.Millisecond), time.Second)
+				w.Flush() // the header, if it has not gone yet
 				select {
 				case <-ctx.Done():
 					return
@@ -110,7 +114,9 @@ func (s *Server) streamRun(c *gin.Context) {
 			}
 			after = e.Seq
 			if e.Event.Terminal() {
-				w.Flush()
+				// Not flushed here: the server sends what is left with
+				// the response's end as the handler returns, one write
+				// where a flush and the end were two.
 				return
 			}
 		}
