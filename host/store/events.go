@@ -263,7 +263,7 @@ func (w *eventWriter) committedBefore(ctx context.Context, batch []*appendReq, e
 	}
 	found := map[string]bool{}
 	for run, e := range first {
-		ok, err := w.s.logs(ctx, w.s.w, e)
+		ok, err := w.s.logs(ctx, w.s.lanes(), e)
 		if err != nil {
 			return false, err
 		}
@@ -343,10 +343,10 @@ func (w *eventWriter) write(ctx context.Context, batch []*appendReq, envs []core
 		return w.writeShared(ctx, batch, envs, events, tails, withTail, lost)
 	}
 	if !withTail && len(events) <= per {
-		_, err := w.s.w.ExecContext(ctx, w.s.rebind(insertEvents(len(events))), eventArgs(events)...)
+		_, err := w.s.lanes().ExecContext(ctx, w.s.rebind(insertEvents(len(events))), eventArgs(events)...)
 		return translate(err)
 	}
-	return w.s.tx(ctx, func(tx *sqlx.Tx) error {
+	return txOn(ctx, w.s.lanes(), func(tx *sqlx.Tx) error {
 		for start := 0; start < len(events); start += per {
 			chunk := events[start:min(start+per, len(events))]
 			if _, err := tx.ExecContext(ctx, tx.Rebind(insertEvents(len(chunk))), eventArgs(chunk)...); err != nil {
@@ -382,7 +382,7 @@ func (w *eventWriter) assign(ctx context.Context, batch []*appendReq, envs []cor
 		}
 		if !ok {
 			var last sql.NullInt64
-			if err := w.s.w.GetContext(ctx, &last, w.s.rebind(`SELECT MAX(seq) FROM run_events WHERE run_id = ?`), r.run.ID); err != nil {
+			if err := w.s.lanes().GetContext(ctx, &last, w.s.rebind(`SELECT MAX(seq) FROM run_events WHERE run_id = ?`), r.run.ID); err != nil {
 				return translate(err)
 			}
 			n = last.Int64 + 1

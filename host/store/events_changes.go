@@ -106,7 +106,8 @@ func (w *eventWriter) writeChanges(ctx context.Context, batch []*appendReq, slot
 		logged[e.RunID] = true
 	}
 	query, args := s.changesStatement(batch, slots, envs, events, logged)
-	changed, written, err := scanChanges(ctx, s.w, query, args)
+	db := s.lanes()
+	changed, written, err := scanChanges(ctx, db, query, args)
 	if err != nil {
 		return err
 	}
@@ -128,10 +129,10 @@ func (w *eventWriter) writeChanges(ctx context.Context, batch []*appendReq, slot
 			row := toRunRow(r.run)
 			row.Owner = owner
 			updated = row.toRun()
-		} else if refused = s.whyUnchanged(ctx, s.w, r.run); !refusal(refused) {
+		} else if refused = s.whyUnchanged(ctx, db, r.run); !refusal(refused) {
 			return refused
 		}
-		out, err := r.change.outcome(ctx, s.w, updated, refused)
+		out, err := r.change.outcome(ctx, db, updated, refused)
 		tails[i] = out
 		return err
 	}

@@ -39,12 +39,12 @@ func (w *eventWriter) writeShared(ctx context.Context, batch []*appendReq, envs,
 		return nil
 	}
 	if !withTail {
-		return insert(w.s.w)
+		return insert(w.s.lanes())
 	}
 	if slots, ok := w.changeSlots(batch, events); ok {
 		return w.writeChanges(ctx, batch, slots, envs, events, tails, lost)
 	}
-	return w.s.tx(ctx, func(tx *sqlx.Tx) error {
+	return txOn(ctx, w.s.lanes(), func(tx *sqlx.Tx) error {
 		if err := insert(tx); err != nil {
 			return err
 		}

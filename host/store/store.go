@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/core"
@@ -53,6 +54,16 @@ type Store struct {
 	// run writes) cannot delay the heartbeat past the lease and make the
 	// other hosts take this one's runs. On SQLite it is w.
 	lease *sqlx.DB
+	// lanePool is, on PostgreSQL, the connections of the event log's
+	// writers (events) apart from w's (SetMaxConns splits them): each
+	// connection prepares and plans every statement text it runs, and a
+	// lane's batch statements come in dozens of shapes (changesStatement),
+	// so spread over all of w's connections they were planned again for
+	// most of a busy host's first minutes. nil on SQLite.
+	lanePool *sqlx.DB
+	// laneDB is what the lanes write with: lanePool, or w when the
+	// connections are too few to set some apart (SetMaxConns).
+	laneDB atomic.Pointer[sqlx.DB]
 
 	// events are the event log's writers (lanes), a run always on the
 	// same one.
@@ -133,7 +144,16 @@ func connect(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		}
 		lease.SetMaxOpenConns(1)
 		lease.SetMaxIdleConns(1)
-		return &Store{dialect: Postgres, connStr: databaseURL, w: db, r: db, lease: lease, outage: newOutage()}, nil
+		lanes, err := openCached(Postgres, databaseURL)
+		if err != nil {
+			db.Close()
+			lease.Close()
+			return nil, err
+		}
+		lanes.SetConnMaxIdleTime(5 * time.Minute)
+		s := &Store{dialect: Postgres, connStr: databaseURL, w: db, r: db, lease: lease, lanePool: lanes, outage: newOutage()}
+		s.SetMaxConns(postgresMaxConns)
+		return s, nil
 	}
 
 	path := strings.TrimPrefix(databaseURL, "sqlite://")
@@ -258,17 +278,38 @@ func (s *Store) dsn() string { return s.connStr }
 const postgresMaxConns = 32
 
 // SetMaxConns bounds the connections this store opens to PostgreSQL (32
-// unless set, at least 2): one renews the lease, the rest are the pool.
-// With several hosts on one server, their connections together (and one
-// more each that listens for notifications) must fit its max_connections.
-// It does nothing on SQLite.
+// unless set, at least 2): one renews the lease, the rest are the pool,
+// of which a quarter, up to one per lane of the event log, is the lanes'
+// own (lanePool; none below 5 connections). With several hosts on one
+// server, their connections together (and one more each that listens for
+// notifications) must fit its max_connections. It does nothing on SQLite.
 func (s *Store) SetMaxConns(n int) {
 	if s.dialect != Postgres || n <= 0 {
 		return
 	}
 	pool := max(n-1, 1)
+	if lanes := min(postgresLanes, pool/4); lanes > 0 {
+		s.lanePool.SetMaxOpenConns(lanes)
+		s.lanePool.SetMaxIdleConns(lanes)
+		s.laneDB.Store(s.lanePool)
+		pool -= lanes
+	} else {
+		// Not closed: a lane may be writing with it. Its connections
+		// close as they come back.
+		s.laneDB.Store(s.w)
+		s.lanePool.SetMaxIdleConns(0)
+		s.lanePool.SetMaxOpenConns(1)
+	}
 	s.w.SetMaxOpenConns(pool)
 	s.w.SetMaxIdleConns(min(pool, postgresIdleConns))
+}
+
+// lanes is what the event log's writers write with (see lanePool).
+func (s *Store) lanes() *sqlx.DB {
+	if db := s.laneDB.Load(); db != nil {
+		return db
+	}
+	return s.w
 }
 
 // SQLitePath is the SQLite database's file, "" on PostgreSQL.
@@ -291,6 +332,10 @@ func (s *Store) DropIdleConnections() {
 	// backend of the host's but the listener's to exit.
 	s.lease.SetMaxIdleConns(0)
 	s.lease.SetMaxIdleConns(1)
+	if s.laneDB.Load() == s.lanePool {
+		s.lanePool.SetMaxIdleConns(0)
+		s.lanePool.SetMaxIdleConns(postgresLanes)
+	}
 }
 
 // Close flushes pending event appends and closes the connections.
@@ -300,8 +345,8 @@ func (s *Store) Close() error {
 	}
 	err := s.ckpt.close()
 	err = errors.Join(err, s.w.Close())
-	for _, db := range []*sqlx.DB{s.r, s.lease} {
-		if db != s.w {
+	for _, db := range []*sqlx.DB{s.r, s.lease, s.lanePool} {
+		if db != nil && db != s.w {
 			err = errors.Join(err, db.Close())
 		}
 	}
@@ -314,7 +359,12 @@ func (s *Store) rebind(q string) string { return s.w.Rebind(q) }
 // tx runs fn in a transaction: rolled back on error or panic, committed
 // otherwise, never committed after a rollback.
 func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) (err error) {
-	tx, err := s.w.BeginTxx(ctx, nil)
+	return txOn(ctx, s.w, fn)
+}
+
+// txOn is tx on db's connections.
+func txOn(ctx context.Context, db *sqlx.DB, fn func(tx *sqlx.Tx) error) (err error) {
+	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return translate(err)
 	}
