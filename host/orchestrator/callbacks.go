@@ -108,6 +108,9 @@ func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte
 		return plugin.Errorf(plugin.CodeNotFound, "run_id", "%v", err)
 	}
 	ar.touch()
+	if err := o.flushBeforeState(ctx, ar); err != nil {
+		return fmt.Errorf("log the run's events before its state: %w", err)
+	}
 	ar.mu.Lock()
 	ar.noSavedState = false // before the write: a failed one may have landed
 	ar.mu.Unlock()
@@ -139,6 +142,25 @@ func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte
 		}
 	}
 	return o.runs.SaveEngineState(ctx, runID, state, work)
+}
+
+// flushBeforeState waits until every event the run emitted so far is
+// committed (a held tool.started queued first). The saved state must never
+// be ahead of the log: a run resumed from it after a crash goes on from
+// that state and never emits again what came before it, so an event still
+// queued when the state committed would be lost for good.
+func (o *Orchestrator) flushBeforeState(ctx context.Context, ar *activeRun) error {
+	q, async := o.events.(EventQueue)
+	if !async {
+		return nil // every Append returned after its commit
+	}
+	ar.mu.Lock()
+	err := o.releaseHeldLocked(context.WithoutCancel(ctx), ar, q)
+	ar.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return ar.queued.flush()
 }
 
 // RequestPermission pauses the run until Resume brings a decision
