@@ -63,8 +63,9 @@ func TestLanesWriteOnConnectionsOfTheirOwn(t *testing.T) {
 func TestLaneConnectionsCountTowardsTheLimit(t *testing.T) {
 	s := openPostgres(t)
 	for _, c := range []struct{ max, pool, lanes int }{
-		{max: 32, pool: 27, lanes: 4},
+		{max: 32, pool: 29, lanes: 2},
 		{max: 9, pool: 6, lanes: 2},
+		{max: 6, pool: 4, lanes: 1},
 		{max: 5, pool: 3, lanes: 1},
 		{max: 4, pool: 3, lanes: 0},
 		{max: 2, pool: 1, lanes: 0},
