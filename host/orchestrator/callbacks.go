@@ -148,7 +148,9 @@ func (o *Orchestrator) SaveState(ctx context.Context, runID string, state []byte
 // committed (a held tool.started queued first). The saved state must never
 // be ahead of the log: a run resumed from it after a crash goes on from
 // that state and never emits again what came before it, so an event still
-// queued when the state committed would be lost for good.
+// queued when the state committed would be lost for good. A commit that
+// failed because another host took the run over, or the database is
+// away, stops the run with that code, as a failed emit does.
 func (o *Orchestrator) flushBeforeState(ctx context.Context, ar *activeRun) error {
 	q, async := o.events.(EventQueue)
 	if !async {
@@ -157,10 +159,16 @@ func (o *Orchestrator) flushBeforeState(ctx context.Context, ar *activeRun) erro
 	ar.mu.Lock()
 	err := o.releaseHeldLocked(context.WithoutCancel(ctx), ar, q)
 	ar.mu.Unlock()
-	if err != nil {
-		return err
+	if err == nil {
+		err = ar.queued.flush()
 	}
-	return ar.queued.flush()
+	if err != nil {
+		ar.mu.Lock()
+		noteLeaseLost(ar, err)
+		noteStoreUnavailable(ar, err)
+		ar.mu.Unlock()
+	}
+	return err
 }
 
 // RequestPermission pauses the run until Resume brings a decision

@@ -128,4 +128,21 @@ func TestSaveStateWaitsForTheRunsEvents(t *testing.T) {
 	require.Equal(t, 1, q.commitAll(lost))
 	require.ErrorIs(t, <-saved, lost)
 	assert.Len(t, runs.states, 1, "no state is saved past events that were not logged")
+	assert.NoError(t, ar.ctx.Err(), "a failure of its own does not stop the run")
+
+	// Taken over by another host: the run stops, as when an emit learns it.
+	taken := newActiveRun(&core.Run{ID: "run_2", AppID: "app_1"}, StartRequest{})
+	o.active["run_2"] = taken
+	require.NoError(t, o.emit(ctx, taken, core.EventAssistantDelta, map[string]any{"text": "late"}))
+	go func() { saved <- o.SaveState(ctx, "run_2", []byte(`{"turn":1}`)) }()
+	require.Eventually(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return len(q.pending) == 1
+	}, 10*time.Second, time.Millisecond)
+	q.commitAll(core.Errf(core.CodeLeaseLost, "run_id", "run_2 is owned by another host"))
+	require.Equal(t, core.CodeLeaseLost, core.CodeOf(<-saved))
+	assert.ErrorIs(t, taken.ctx.Err(), context.Canceled, "the run stops")
+	assert.True(t, taken.leaseLost())
+	assert.Len(t, runs.states, 1)
 }
