@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -515,89 +514,4 @@ func (s *Store) OnAppend(fn func(core.Envelope)) {
 		w.listeners = append(w.listeners, fn)
 		w.mu.Unlock()
 	}
-}
-
-// postgresLanes is how many event writers a PostgreSQL store runs: each
-// commits its batches on its own connection, so commits of different runs
-// overlap rather than queue behind one another. Two, not more: the fewer
-// the lanes, the more runs share each commit. With 20 busy chats, 2 lanes
-// against 4 made 2.6 transactions a turn instead of 3.1, moved 11% more
-// events a second with 8% less CPU a turn (5 of 5 pairs) and cut the
-// delivery p99 of 50 paced runs; one lane did no better than two, and
-// more lanes only raise the peak of many runs streaming flat out (50
-// unpaced runs: 110k events/s with 4, 95k with 2). SQLite has one writer
-// connection, and one lane.
-const postgresLanes = 2
-
-// newEventLanes starts the store's event writers.
-func newEventLanes(s *Store) []*eventWriter {
-	n := 1
-	if s.dialect == Postgres {
-		n = postgresLanes
-	}
-	lanes := make([]*eventWriter, n)
-	for i := range lanes {
-		lanes[i] = newEventWriter(s)
-	}
-	return lanes
-}
-
-// lane is the event writer of a run: always the same one, so a run's
-// writes keep their order and its seqs come from one place.
-func (s *Store) lane(runID string) *eventWriter {
-	if len(s.events) == 1 {
-		return s.events[0]
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(runID))
-	return s.events[h.Sum32()%uint32(len(s.events))]
-}
-
-type eventRow struct {
-	RunID       string         `db:"run_id"`
-	Seq         int64          `db:"seq"`
-	Type        string         `db:"type"`
-	Payload     string         `db:"payload"`
-	Diagnostics sql.NullString `db:"diagnostics"`
-	TS          int64          `db:"ts"`
-}
-
-// ListEvents returns up to limit events of a run with seq > afterSeq, in
-// order. appID fills the envelopes (events are stored per run).
-func (s *Store) ListEvents(ctx context.Context, runID, appID string, afterSeq int64, limit int) ([]core.Envelope, error) {
-	if limit <= 0 || limit > 10000 {
-		limit = 10000
-	}
-	var rows []eventRow
-	err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT run_id, seq, type, payload, diagnostics, ts FROM run_events
- WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`), runID, afterSeq, limit)
-	if err != nil {
-		return nil, translate(err)
-	}
-	out := make([]core.Envelope, len(rows))
-	for i, r := range rows {
-		out[i] = core.Envelope{Event: core.EventType(r.Type), RunID: r.RunID, AppID: appID, Seq: r.Seq, TS: fromMS(r.TS), Payload: []byte(r.Payload)}
-		if r.Diagnostics.Valid {
-			out[i].Diagnostics = []byte(r.Diagnostics.String)
-		}
-	}
-	return out, nil
-}
-
-// LastEvent returns a run's newest event, or nil when its log is empty.
-func (s *Store) LastEvent(ctx context.Context, runID, appID string) (*core.Envelope, error) {
-	var rows []eventRow
-	if err := s.r.SelectContext(ctx, &rows, s.rebind(`SELECT run_id, seq, type, payload, diagnostics, ts FROM run_events
- WHERE run_id = ? ORDER BY seq DESC LIMIT 1`), runID); err != nil {
-		return nil, translate(err)
-	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	r := rows[0]
-	e := core.Envelope{Event: core.EventType(r.Type), RunID: r.RunID, AppID: appID, Seq: r.Seq, TS: fromMS(r.TS), Payload: []byte(r.Payload)}
-	if r.Diagnostics.Valid {
-		e.Diagnostics = []byte(r.Diagnostics.String)
-	}
-	return &e, nil
 }

@@ -304,14 +304,6 @@ func (s *Store) SetMaxConns(n int) {
 	s.w.SetMaxIdleConns(min(pool, postgresIdleConns))
 }
 
-// lanes is what the event log's writers write with (see lanePool).
-func (s *Store) lanes() *sqlx.DB {
-	if db := s.laneDB.Load(); db != nil {
-		return db
-	}
-	return s.w
-}
-
 // SQLitePath is the SQLite database's file, "" on PostgreSQL.
 func (s *Store) SQLitePath() string { return s.path }
 
