@@ -163,7 +163,35 @@ func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandb
 		batch = nil
 		return stream.Send(msg)
 	}
+	// Removed paths (changes_only) go several to a message too.
+	var removed []string
+	flushRemoved := func() error {
+		if len(removed) == 0 {
+			return nil
+		}
+		msg := &sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_Removed{Removed: &sandboxv1.RemovedPaths{Paths: removed}}}
+		removed = nil
+		return stream.Send(msg)
+	}
 	send := func(e SnapshotEntry) error {
+		if e.Removed {
+			// Only a changes_only snapshot passes these, and a path
+			// that is not UTF-8 was never a file of a set.
+			if !req.GetChangesOnly() || !utf8.ValidString(e.Path) {
+				return nil
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+			removed = append(removed, e.Path)
+			if len(removed) == unchangedBatch {
+				return flushRemoved()
+			}
+			return nil
+		}
+		if err := flushRemoved(); err != nil {
+			return err
+		}
 		if e.Unchanged && req.GetBatchUnchanged() && utf8.ValidString(e.Path) {
 			batch = append(batch, &sandboxv1.FileHeader{Path: e.Path, Mode: e.Mode, Size: e.Size, Unchanged: true, Sha256: e.SHA256})
 			if len(batch) == unchangedBatch {
@@ -196,17 +224,29 @@ func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandb
 	if !tracks {
 		return rpcerr.ToStatus(s.impl.Snapshot(stream.Context(), req.GetSandboxId(), req.GetExclude(), send))
 	}
-	gen, err := ct.SnapshotSince(stream.Context(), req.GetSandboxId(), req.GetExclude(), req.GetSince(), send)
+	var (
+		gen         string
+		changesOnly bool
+		err         error
+	)
+	if cl, lists := s.impl.(ChangeLister); lists && req.GetChangesOnly() && req.GetSince() != "" {
+		gen, changesOnly, err = cl.SnapshotChanges(stream.Context(), req.GetSandboxId(), req.GetExclude(), req.GetSince(), send)
+	} else {
+		gen, err = ct.SnapshotSince(stream.Context(), req.GetSandboxId(), req.GetExclude(), req.GetSince(), send)
+	}
 	if err == nil {
 		err = flush()
+	}
+	if err == nil {
+		err = flushRemoved()
 	}
 	if err != nil {
 		return rpcerr.ToStatus(err)
 	}
-	if gen == "" {
+	if gen == "" && !changesOnly {
 		return nil
 	}
-	return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_End{End: &sandboxv1.SnapshotEnd{Generation: gen}}})
+	return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_End{End: &sandboxv1.SnapshotEnd{Generation: gen, ChangesOnly: changesOnly}}})
 }
 
 // unchangedBatch is how many unchanged files one snapshot message carries

@@ -60,6 +60,10 @@ type SnapshotEntry struct {
 	// lowercase hex sha256 of its content then. Size and Mode are set.
 	Unchanged bool
 	SHA256    string
+	// Removed says Path was a file of the generation a ChangeLister was
+	// asked since and is no longer one (deleted, left out or excluded
+	// now). Only the path is set.
+	Removed bool
 }
 
 // Info describes a sandbox.
@@ -119,6 +123,22 @@ type ChangeTracker interface {
 	// within the timestamp tick of its record as changed (git's "racily
 	// clean" entries).
 	SnapshotSince(ctx context.Context, id string, exclude []string, since string, emit func(SnapshotEntry) error) (generation string, err error)
+}
+
+// ChangeLister is implemented by change-tracking backends that can pass
+// only what changed since a generation, so that a snapshot of a big
+// sandbox whose run changed one file costs one file, not a header per file.
+type ChangeLister interface {
+	// SnapshotChanges is SnapshotSince, except that when since names a
+	// file set the backend still knows (changesOnly is then true) it
+	// passes no Unchanged entries: it passes the files changed or added
+	// since, every LeftOut entry, and a Removed entry for each file of
+	// that set that is no longer one. The caller's files of that set, less
+	// those passed or removed, are the rest. When it does not know since,
+	// it passes a whole snapshot as SnapshotSince does (changesOnly
+	// false), with no Removed entries. generation may be "" either way:
+	// the backend keeps no record of this file set.
+	SnapshotChanges(ctx context.Context, id string, exclude []string, since string, emit func(SnapshotEntry) error) (generation string, changesOnly bool, err error)
 }
 
 // PortExposer is implemented by backends that can expose a port.

@@ -36,6 +36,10 @@ type SnapshotFile struct {
 	// it has no record of means it has to ask again for everything.
 	Unchanged bool
 	SHA256    string
+	// Removed says Path was a file of the generation a changes-only
+	// snapshot was asked since and is no longer one (see
+	// SnapshotOptions.ChangesOnly). Only Path is set.
+	Removed bool
 }
 
 // SnapshotOptions say what a snapshot (Client.SnapshotFrom) leaves out and
@@ -51,6 +55,25 @@ type SnapshotOptions struct {
 	// files unchanged since then may come Unchanged. "" asks for every
 	// file's content.
 	Since string
+	// ChangesOnly asks, with Since, for only what changed since then
+	// (Client.SnapshotChanges): no entry at all for an unchanged file, a
+	// Removed entry for each file of that generation that is gone. The
+	// backend may answer with a whole snapshot instead; the result says
+	// which it sent.
+	ChangesOnly bool
+}
+
+// SnapshotResult is how a snapshot ended (Client.SnapshotChanges).
+type SnapshotResult struct {
+	// Generation names the file set now held, for a later snapshot since
+	// it; "" when the backend keeps no record of it.
+	Generation string
+	// ChangesOnly says the snapshot held only what changed since the
+	// generation it was asked since: the caller's files of that
+	// generation, less the paths passed and those Removed, are the rest.
+	// When false it was whole (Unchanged entries included, if any), and a
+	// path it did not pass is gone.
+	ChangesOnly bool
 }
 
 // FileTooLargeError is what a SnapshotFile's Content fails with when the
@@ -85,12 +108,26 @@ func (c *Client) SnapshotStream(ctx context.Context, id string, exclude []string
 // returns no error; a path of the generation asked since that it did not
 // pass to fn was deleted.
 func (c *Client) SnapshotFrom(ctx context.Context, id string, opts SnapshotOptions, fn func(SnapshotFile) error) (generation string, err error) {
+	opts.ChangesOnly = false
+	res, err := c.SnapshotChanges(ctx, id, opts, fn)
+	return res.Generation, err
+}
+
+// SnapshotChanges is SnapshotFrom that may, with opts.ChangesOnly and
+// opts.Since, pass only what changed since that generation: files changed
+// or added (with content), every path left out, and a Removed entry per
+// file of that generation that is gone. The result says whether the
+// backend answered so or sent a whole snapshot (an older backend, or one
+// that no longer knows Since). The snapshot is complete only when it
+// returns no error.
+func (c *Client) SnapshotChanges(ctx context.Context, id string, opts SnapshotOptions, fn func(SnapshotFile) error) (result SnapshotResult, err error) {
 	// Stop the stream when fn gives up early, rather than draining it.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := c.c.Snapshot(ctx, &sandboxv1.SnapshotRequest{SandboxId: id, Exclude: opts.Exclude, Since: opts.Since, BatchUnchanged: true})
+	stream, err := c.c.Snapshot(ctx, &sandboxv1.SnapshotRequest{SandboxId: id, Exclude: opts.Exclude, Since: opts.Since, BatchUnchanged: true,
+		ChangesOnly: opts.ChangesOnly && opts.Since != ""})
 	if err != nil {
-		return "", rpcerr.FromStatus(err)
+		return SnapshotResult{}, rpcerr.FromStatus(err)
 	}
 	maxBytes := opts.MaxBytes
 	var next *sandboxv1.SnapshotChunk // a message read ahead by the last file
@@ -99,22 +136,22 @@ func (c *Client) SnapshotFrom(ctx context.Context, id string, opts SnapshotOptio
 		next = nil
 		if msg == nil {
 			if msg, err = stream.Recv(); err == io.EOF {
-				return generation, nil
+				return result, nil
 			} else if err != nil {
-				return "", rpcerr.FromStatus(err)
+				return SnapshotResult{}, rpcerr.FromStatus(err)
 			}
 		}
 		switch m := msg.GetMsg().(type) {
 		case *sandboxv1.SnapshotChunk_Unchanged:
 			for _, h := range m.Unchanged.GetFiles() {
 				if err := passUnchanged(h, maxBytes, fn); err != nil {
-					return "", err
+					return SnapshotResult{}, err
 				}
 			}
 		case *sandboxv1.SnapshotChunk_File:
 			if m.File.GetUnchanged() {
 				if err := passUnchanged(m.File, maxBytes, fn); err != nil {
-					return "", err
+					return SnapshotResult{}, err
 				}
 				continue
 			}
@@ -128,27 +165,33 @@ func (c *Client) SnapshotFrom(ctx context.Context, id string, opts SnapshotOptio
 				f.Content = r
 			}
 			if err := r.broken(); err != nil {
-				return "", err
+				return SnapshotResult{}, err
 			}
 			if err := fn(f); err != nil {
-				return "", err
+				return SnapshotResult{}, err
 			}
 			r.drain()
 			if err := r.broken(); err != nil {
-				return "", err
+				return SnapshotResult{}, err
 			}
 			if r.eof {
-				return generation, nil
+				return result, nil
 			}
 			next = r.next
 		case *sandboxv1.SnapshotChunk_Data:
-			return "", plugin.Errorf(plugin.CodeInternal, "", "snapshot data before a file header")
+			return SnapshotResult{}, plugin.Errorf(plugin.CodeInternal, "", "snapshot data before a file header")
 		case *sandboxv1.SnapshotChunk_LeftOut:
 			if err := fn(SnapshotFile{Path: m.LeftOut.GetPath(), LeftOut: m.LeftOut.GetReason()}); err != nil {
-				return "", err
+				return SnapshotResult{}, err
+			}
+		case *sandboxv1.SnapshotChunk_Removed:
+			for _, p := range m.Removed.GetPaths() {
+				if err := fn(SnapshotFile{Path: p, Removed: true}); err != nil {
+					return SnapshotResult{}, err
+				}
 			}
 		case *sandboxv1.SnapshotChunk_End:
-			generation = m.End.GetGeneration()
+			result = SnapshotResult{Generation: m.End.GetGeneration(), ChangesOnly: m.End.GetChangesOnly()}
 		}
 	}
 }

@@ -756,8 +756,17 @@ type SnapshotRequest struct {
 	// big app passes hundreds of them on every snapshot. A backend built
 	// before this field sends headers, which callers take as well.
 	BatchUnchanged bool `protobuf:"varint,4,opt,name=batch_unchanged,json=batchUnchanged,proto3" json:"batch_unchanged,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The caller holds the file set named by `since` and takes only what
+	// changed: files changed or added since (header and data), every path
+	// left out, and the paths of that set that are gone (SnapshotChunk.
+	// removed); files unchanged since are not sent at all. A warm sandbox of
+	// a big app whose turn changed one file then sends one file. A backend
+	// that can answer so says it in SnapshotEnd.changes_only; one that
+	// cannot (it no longer knows `since`, or was built before this field)
+	// sends a whole snapshot as without it.
+	ChangesOnly   bool `protobuf:"varint,5,opt,name=changes_only,json=changesOnly,proto3" json:"changes_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapshotRequest) Reset() {
@@ -818,6 +827,13 @@ func (x *SnapshotRequest) GetBatchUnchanged() bool {
 	return false
 }
 
+func (x *SnapshotRequest) GetChangesOnly() bool {
+	if x != nil {
+		return x.ChangesOnly
+	}
+	return false
+}
+
 type SnapshotChunk struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Msg:
@@ -827,6 +843,7 @@ type SnapshotChunk struct {
 	//	*SnapshotChunk_LeftOut
 	//	*SnapshotChunk_End
 	//	*SnapshotChunk_Unchanged
+	//	*SnapshotChunk_Removed
 	Msg           isSnapshotChunk_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -914,6 +931,15 @@ func (x *SnapshotChunk) GetUnchanged() *UnchangedFiles {
 	return nil
 }
 
+func (x *SnapshotChunk) GetRemoved() *RemovedPaths {
+	if x != nil {
+		if x, ok := x.Msg.(*SnapshotChunk_Removed); ok {
+			return x.Removed
+		}
+	}
+	return nil
+}
+
 type isSnapshotChunk_Msg interface {
 	isSnapshotChunk_Msg()
 }
@@ -938,6 +964,10 @@ type SnapshotChunk_Unchanged struct {
 	Unchanged *UnchangedFiles `protobuf:"bytes,5,opt,name=unchanged,proto3,oneof"`
 }
 
+type SnapshotChunk_Removed struct {
+	Removed *RemovedPaths `protobuf:"bytes,6,opt,name=removed,proto3,oneof"`
+}
+
 func (*SnapshotChunk_File) isSnapshotChunk_Msg() {}
 
 func (*SnapshotChunk_Data) isSnapshotChunk_Msg() {}
@@ -947,6 +977,55 @@ func (*SnapshotChunk_LeftOut) isSnapshotChunk_Msg() {}
 func (*SnapshotChunk_End) isSnapshotChunk_Msg() {}
 
 func (*SnapshotChunk_Unchanged) isSnapshotChunk_Msg() {}
+
+func (*SnapshotChunk_Removed) isSnapshotChunk_Msg() {}
+
+// RemovedPaths are paths of the file set a changes_only snapshot was asked
+// since that the sandbox no longer holds as files (deleted, or now left
+// out or excluded).
+type RemovedPaths struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paths         []string               `protobuf:"bytes,1,rep,name=paths,proto3" json:"paths,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemovedPaths) Reset() {
+	*x = RemovedPaths{}
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemovedPaths) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemovedPaths) ProtoMessage() {}
+
+func (x *RemovedPaths) ProtoReflect() protoreflect.Message {
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemovedPaths.ProtoReflect.Descriptor instead.
+func (*RemovedPaths) Descriptor() ([]byte, []int) {
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RemovedPaths) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
 
 // UnchangedFiles are consecutive files of a snapshot asked since a
 // generation with batch_unchanged, each as its own FileHeader with
@@ -960,7 +1039,7 @@ type UnchangedFiles struct {
 
 func (x *UnchangedFiles) Reset() {
 	*x = UnchangedFiles{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1051,7 @@ func (x *UnchangedFiles) String() string {
 func (*UnchangedFiles) ProtoMessage() {}
 
 func (x *UnchangedFiles) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1064,7 @@ func (x *UnchangedFiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnchangedFiles.ProtoReflect.Descriptor instead.
 func (*UnchangedFiles) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UnchangedFiles) GetFiles() []*FileHeader {
@@ -1001,14 +1080,20 @@ type SnapshotEnd struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Names the file set just sent, for a later Snapshot since it. A path of
 	// that set missing from the later snapshot was deleted.
-	Generation    string `protobuf:"bytes,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Generation string `protobuf:"bytes,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	// The snapshot holds only what changed since the generation it was
+	// asked since (SnapshotRequest.changes_only): the caller's files of that
+	// generation, less the removed paths and those sent, are the rest. An
+	// empty generation then still ends a complete snapshot of changes; the
+	// backend just keeps no record to be asked since next time.
+	ChangesOnly   bool `protobuf:"varint,2,opt,name=changes_only,json=changesOnly,proto3" json:"changes_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SnapshotEnd) Reset() {
 	*x = SnapshotEnd{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[14]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1105,7 @@ func (x *SnapshotEnd) String() string {
 func (*SnapshotEnd) ProtoMessage() {}
 
 func (x *SnapshotEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[14]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1118,7 @@ func (x *SnapshotEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotEnd.ProtoReflect.Descriptor instead.
 func (*SnapshotEnd) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SnapshotEnd) GetGeneration() string {
@@ -1041,6 +1126,13 @@ func (x *SnapshotEnd) GetGeneration() string {
 		return x.Generation
 	}
 	return ""
+}
+
+func (x *SnapshotEnd) GetChangesOnly() bool {
+	if x != nil {
+		return x.ChangesOnly
+	}
+	return false
 }
 
 // LeftOut is a path of the working copy that a snapshot does not include.
@@ -1058,7 +1150,7 @@ type LeftOut struct {
 
 func (x *LeftOut) Reset() {
 	*x = LeftOut{}
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[15]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1162,7 @@ func (x *LeftOut) String() string {
 func (*LeftOut) ProtoMessage() {}
 
 func (x *LeftOut) ProtoReflect() protoreflect.Message {
-	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[15]
+	mi := &file_agenthost_sandbox_v1_sandbox_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1175,7 @@ func (x *LeftOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeftOut.ProtoReflect.Descriptor instead.
 func (*LeftOut) Descriptor() ([]byte, []int) {
-	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
+	return file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LeftOut) GetPath() string {
@@ -1152,26 +1244,31 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04port\x18\x02 \x01(\rR\x04port\"6\n" +
 	"\bEndpoint\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x10\n" +
-	"\x03url\x18\x02 \x01(\tR\x03url\"\x89\x01\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\"\xac\x01\n" +
 	"\x0fSnapshotRequest\x12\x1d\n" +
 	"\n" +
 	"sandbox_id\x18\x01 \x01(\tR\tsandboxId\x12\x18\n" +
 	"\aexclude\x18\x02 \x03(\tR\aexclude\x12\x14\n" +
 	"\x05since\x18\x03 \x01(\tR\x05since\x12'\n" +
-	"\x0fbatch_unchanged\x18\x04 \x01(\bR\x0ebatchUnchanged\"\x9d\x02\n" +
+	"\x0fbatch_unchanged\x18\x04 \x01(\bR\x0ebatchUnchanged\x12!\n" +
+	"\fchanges_only\x18\x05 \x01(\bR\vchangesOnly\"\xdd\x02\n" +
 	"\rSnapshotChunk\x126\n" +
 	"\x04file\x18\x01 \x01(\v2 .agenthost.sandbox.v1.FileHeaderH\x00R\x04file\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04data\x12:\n" +
 	"\bleft_out\x18\x03 \x01(\v2\x1d.agenthost.sandbox.v1.LeftOutH\x00R\aleftOut\x125\n" +
 	"\x03end\x18\x04 \x01(\v2!.agenthost.sandbox.v1.SnapshotEndH\x00R\x03end\x12D\n" +
-	"\tunchanged\x18\x05 \x01(\v2$.agenthost.sandbox.v1.UnchangedFilesH\x00R\tunchangedB\x05\n" +
-	"\x03msg\"H\n" +
+	"\tunchanged\x18\x05 \x01(\v2$.agenthost.sandbox.v1.UnchangedFilesH\x00R\tunchanged\x12>\n" +
+	"\aremoved\x18\x06 \x01(\v2\".agenthost.sandbox.v1.RemovedPathsH\x00R\aremovedB\x05\n" +
+	"\x03msg\"$\n" +
+	"\fRemovedPaths\x12\x14\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\"H\n" +
 	"\x0eUnchangedFiles\x126\n" +
-	"\x05files\x18\x01 \x03(\v2 .agenthost.sandbox.v1.FileHeaderR\x05files\"-\n" +
+	"\x05files\x18\x01 \x03(\v2 .agenthost.sandbox.v1.FileHeaderR\x05files\"P\n" +
 	"\vSnapshotEnd\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\tR\n" +
-	"generation\"5\n" +
+	"generation\x12!\n" +
+	"\fchanges_only\x18\x02 \x01(\bR\vchangesOnly\"5\n" +
 	"\aLeftOut\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason*c\n" +
@@ -1204,7 +1301,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 }
 
 var file_agenthost_sandbox_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_agenthost_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(SandboxState)(0),                  // 0: agenthost.sandbox.v1.SandboxState
 	(*ServeDirectRequest)(nil),         // 1: agenthost.sandbox.v1.ServeDirectRequest
@@ -1220,50 +1317,52 @@ var file_agenthost_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*Endpoint)(nil),                   // 11: agenthost.sandbox.v1.Endpoint
 	(*SnapshotRequest)(nil),            // 12: agenthost.sandbox.v1.SnapshotRequest
 	(*SnapshotChunk)(nil),              // 13: agenthost.sandbox.v1.SnapshotChunk
-	(*UnchangedFiles)(nil),             // 14: agenthost.sandbox.v1.UnchangedFiles
-	(*SnapshotEnd)(nil),                // 15: agenthost.sandbox.v1.SnapshotEnd
-	(*LeftOut)(nil),                    // 16: agenthost.sandbox.v1.LeftOut
-	nil,                                // 17: agenthost.sandbox.v1.CreateHeader.LabelsEntry
-	(*pluginv1.InfoRequest)(nil),       // 18: agenthost.plugin.v1.InfoRequest
-	(*pluginv1.ConfigureRequest)(nil),  // 19: agenthost.plugin.v1.ConfigureRequest
-	(*pluginv1.HealthRequest)(nil),     // 20: agenthost.plugin.v1.HealthRequest
-	(*pluginv1.PluginInfo)(nil),        // 21: agenthost.plugin.v1.PluginInfo
-	(*pluginv1.ConfigureResponse)(nil), // 22: agenthost.plugin.v1.ConfigureResponse
-	(*pluginv1.HealthResponse)(nil),    // 23: agenthost.plugin.v1.HealthResponse
+	(*RemovedPaths)(nil),               // 14: agenthost.sandbox.v1.RemovedPaths
+	(*UnchangedFiles)(nil),             // 15: agenthost.sandbox.v1.UnchangedFiles
+	(*SnapshotEnd)(nil),                // 16: agenthost.sandbox.v1.SnapshotEnd
+	(*LeftOut)(nil),                    // 17: agenthost.sandbox.v1.LeftOut
+	nil,                                // 18: agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	(*pluginv1.InfoRequest)(nil),       // 19: agenthost.plugin.v1.InfoRequest
+	(*pluginv1.ConfigureRequest)(nil),  // 20: agenthost.plugin.v1.ConfigureRequest
+	(*pluginv1.HealthRequest)(nil),     // 21: agenthost.plugin.v1.HealthRequest
+	(*pluginv1.PluginInfo)(nil),        // 22: agenthost.plugin.v1.PluginInfo
+	(*pluginv1.ConfigureResponse)(nil), // 23: agenthost.plugin.v1.ConfigureResponse
+	(*pluginv1.HealthResponse)(nil),    // 24: agenthost.plugin.v1.HealthResponse
 }
 var file_agenthost_sandbox_v1_sandbox_proto_depIdxs = []int32{
-	17, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
+	18, // 0: agenthost.sandbox.v1.CreateHeader.labels:type_name -> agenthost.sandbox.v1.CreateHeader.LabelsEntry
 	3,  // 1: agenthost.sandbox.v1.CreateRequest.header:type_name -> agenthost.sandbox.v1.CreateHeader
 	4,  // 2: agenthost.sandbox.v1.CreateRequest.file:type_name -> agenthost.sandbox.v1.FileHeader
 	0,  // 3: agenthost.sandbox.v1.SandboxInfo.status_enum:type_name -> agenthost.sandbox.v1.SandboxState
 	4,  // 4: agenthost.sandbox.v1.SnapshotChunk.file:type_name -> agenthost.sandbox.v1.FileHeader
-	16, // 5: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
-	15, // 6: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
-	14, // 7: agenthost.sandbox.v1.SnapshotChunk.unchanged:type_name -> agenthost.sandbox.v1.UnchangedFiles
-	4,  // 8: agenthost.sandbox.v1.UnchangedFiles.files:type_name -> agenthost.sandbox.v1.FileHeader
-	18, // 9: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
-	19, // 10: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	20, // 11: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	5,  // 12: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
-	7,  // 13: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
-	8,  // 14: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
-	10, // 15: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
-	12, // 16: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
-	1,  // 17: agenthost.sandbox.v1.Sandbox.ServeDirect:input_type -> agenthost.sandbox.v1.ServeDirectRequest
-	21, // 18: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
-	22, // 19: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	23, // 20: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	6,  // 21: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
-	6,  // 22: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
-	9,  // 23: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
-	11, // 24: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
-	13, // 25: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
-	2,  // 26: agenthost.sandbox.v1.Sandbox.ServeDirect:output_type -> agenthost.sandbox.v1.ServeDirectResponse
-	18, // [18:27] is the sub-list for method output_type
-	9,  // [9:18] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	17, // 5: agenthost.sandbox.v1.SnapshotChunk.left_out:type_name -> agenthost.sandbox.v1.LeftOut
+	16, // 6: agenthost.sandbox.v1.SnapshotChunk.end:type_name -> agenthost.sandbox.v1.SnapshotEnd
+	15, // 7: agenthost.sandbox.v1.SnapshotChunk.unchanged:type_name -> agenthost.sandbox.v1.UnchangedFiles
+	14, // 8: agenthost.sandbox.v1.SnapshotChunk.removed:type_name -> agenthost.sandbox.v1.RemovedPaths
+	4,  // 9: agenthost.sandbox.v1.UnchangedFiles.files:type_name -> agenthost.sandbox.v1.FileHeader
+	19, // 10: agenthost.sandbox.v1.Sandbox.Info:input_type -> agenthost.plugin.v1.InfoRequest
+	20, // 11: agenthost.sandbox.v1.Sandbox.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	21, // 12: agenthost.sandbox.v1.Sandbox.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	5,  // 13: agenthost.sandbox.v1.Sandbox.Create:input_type -> agenthost.sandbox.v1.CreateRequest
+	7,  // 14: agenthost.sandbox.v1.Sandbox.Get:input_type -> agenthost.sandbox.v1.GetRequest
+	8,  // 15: agenthost.sandbox.v1.Sandbox.Stop:input_type -> agenthost.sandbox.v1.StopRequest
+	10, // 16: agenthost.sandbox.v1.Sandbox.ExposePort:input_type -> agenthost.sandbox.v1.ExposePortRequest
+	12, // 17: agenthost.sandbox.v1.Sandbox.Snapshot:input_type -> agenthost.sandbox.v1.SnapshotRequest
+	1,  // 18: agenthost.sandbox.v1.Sandbox.ServeDirect:input_type -> agenthost.sandbox.v1.ServeDirectRequest
+	22, // 19: agenthost.sandbox.v1.Sandbox.Info:output_type -> agenthost.plugin.v1.PluginInfo
+	23, // 20: agenthost.sandbox.v1.Sandbox.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	24, // 21: agenthost.sandbox.v1.Sandbox.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	6,  // 22: agenthost.sandbox.v1.Sandbox.Create:output_type -> agenthost.sandbox.v1.SandboxInfo
+	6,  // 23: agenthost.sandbox.v1.Sandbox.Get:output_type -> agenthost.sandbox.v1.SandboxInfo
+	9,  // 24: agenthost.sandbox.v1.Sandbox.Stop:output_type -> agenthost.sandbox.v1.StopResponse
+	11, // 25: agenthost.sandbox.v1.Sandbox.ExposePort:output_type -> agenthost.sandbox.v1.Endpoint
+	13, // 26: agenthost.sandbox.v1.Sandbox.Snapshot:output_type -> agenthost.sandbox.v1.SnapshotChunk
+	2,  // 27: agenthost.sandbox.v1.Sandbox.ServeDirect:output_type -> agenthost.sandbox.v1.ServeDirectResponse
+	19, // [19:28] is the sub-list for method output_type
+	10, // [10:19] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_agenthost_sandbox_v1_sandbox_proto_init() }
@@ -1282,6 +1381,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 		(*SnapshotChunk_LeftOut)(nil),
 		(*SnapshotChunk_End)(nil),
 		(*SnapshotChunk_Unchanged)(nil),
+		(*SnapshotChunk_Removed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1289,7 +1389,7 @@ func file_agenthost_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agenthost_sandbox_v1_sandbox_proto_rawDesc), len(file_agenthost_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,132 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/agenthost/agenthost/sdk/internal/pb/sandboxv1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// lister is scripted that also answers snapshots of changes: since "g1"
+// it passes changes (its entries) and says so, since anything else it
+// passes whole (SnapshotSince).
+type lister struct {
+	scripted
+	asked []string
+}
+
+func (l *lister) SnapshotChanges(ctx context.Context, id string, exclude []string, since string, emit func(SnapshotEntry) error) (string, bool, error) {
+	l.asked = append(l.asked, since)
+	if since != "g1" {
+		// Whole, as SnapshotSince: no removals.
+		for _, e := range l.entries {
+			if e.Removed {
+				continue
+			}
+			if err := emit(e); err != nil {
+				return "", false, err
+			}
+		}
+		return "g2", false, nil
+	}
+	for _, e := range l.entries {
+		if err := emit(e); err != nil {
+			return "", false, err
+		}
+	}
+	return "", true, nil // no record kept: the end must still say "changes"
+}
+
+// TestSnapshotOfChangesOverTheWire: a client asking since a generation
+// for changes only gets, from a ChangeLister, the changed file, the
+// left-out path and every removed path (several to a message), and the
+// end says it was a snapshot of changes even without a generation. A
+// request without changes_only, one since a generation the backend no
+// longer knows, or one to a backend that is no ChangeLister gets a whole
+// snapshot, and the client says so.
+func TestSnapshotOfChangesOverTheWire(t *testing.T) {
+	entries := []SnapshotEntry{
+		{File: File{Path: "b/changed.ts", Mode: 0o600, Data: []byte("new content")}, Size: 11},
+		{File: File{Path: "b/link"}, LeftOut: "symlink"},
+	}
+	for i := range 300 {
+		entries = append(entries, SnapshotEntry{File: File{Path: fmt.Sprintf("gone/f%03d", i)}, Removed: true})
+	}
+	l := &lister{scripted: scripted{entries: entries}}
+	conn := serve(t, &server{impl: l})
+	c := &Client{conn: conn, c: sandboxv1.NewSandboxClient(conn)}
+
+	var content string
+	var leftOut, removed []string
+	res, err := c.SnapshotChanges(context.Background(), "sbx", SnapshotOptions{Since: "g1", ChangesOnly: true}, func(f SnapshotFile) error {
+		switch {
+		case f.Removed:
+			removed = append(removed, f.Path)
+		case f.LeftOut != "":
+			leftOut = append(leftOut, f.Path)
+		default:
+			require.Equal(t, "b/changed.ts", f.Path)
+			require.Equal(t, uint32(0o600), f.Mode)
+			b, err := io.ReadAll(f.Content)
+			require.NoError(t, err)
+			content = string(b)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, SnapshotResult{ChangesOnly: true}, res)
+	assert.Equal(t, "new content", content)
+	assert.Equal(t, []string{"b/link"}, leftOut)
+	require.Len(t, removed, 300)
+	assert.Equal(t, "gone/f000", removed[0])
+	assert.Equal(t, "gone/f299", removed[299])
+
+	// On the wire: the removed paths go 256 to a message.
+	stream, err := sandboxv1.NewSandboxClient(conn).Snapshot(context.Background(), &sandboxv1.SnapshotRequest{SandboxId: "sbx", Since: "g1", BatchUnchanged: true, ChangesOnly: true})
+	require.NoError(t, err)
+	var kinds []string
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		switch m := msg.GetMsg().(type) {
+		case *sandboxv1.SnapshotChunk_Removed:
+			kinds = append(kinds, fmt.Sprintf("removed×%d", len(m.Removed.GetPaths())))
+		case *sandboxv1.SnapshotChunk_End:
+			kinds = append(kinds, fmt.Sprintf("end changes_only=%v", m.End.GetChangesOnly()))
+		default:
+			kinds = append(kinds, fmt.Sprintf("%T", m))
+		}
+	}
+	assert.Equal(t, []string{"*sandboxv1.SnapshotChunk_File", "*sandboxv1.SnapshotChunk_Data", "*sandboxv1.SnapshotChunk_LeftOut", "removed×256", "removed×44", "end changes_only=true"}, kinds)
+
+	// Not asked for changes only: the whole snapshot, without removals.
+	for name, opts := range map[string]SnapshotOptions{"whole": {Since: "g1"}, "unknown generation": {Since: "g0", ChangesOnly: true}} {
+		t.Run(name, func(t *testing.T) {
+			var paths []string
+			res, err := c.SnapshotChanges(context.Background(), "sbx", opts, func(f SnapshotFile) error {
+				require.False(t, f.Removed, f.Path)
+				paths = append(paths, f.Path)
+				return nil
+			})
+			require.NoError(t, err)
+			assert.Equal(t, SnapshotResult{Generation: "g2"}, res)
+			assert.Equal(t, []string{"b/changed.ts", "b/link"}, paths)
+		})
+	}
+	assert.Equal(t, []string{"g1", "g1", "g0"}, l.asked, "only a changes_only request reaches SnapshotChanges")
+
+	// A backend that only tracks changes (no ChangeLister) answers a
+	// changes_only request whole, and the client says so.
+	conn = serve(t, &server{impl: scripted{entries: entries[:2]}})
+	c = &Client{conn: conn, c: sandboxv1.NewSandboxClient(conn)}
+	res, err = c.SnapshotChanges(context.Background(), "sbx", SnapshotOptions{Since: "g1", ChangesOnly: true}, func(SnapshotFile) error { return nil })
+	require.NoError(t, err)
+	assert.Equal(t, SnapshotResult{Generation: "g2"}, res)
+}
