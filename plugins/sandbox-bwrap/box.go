@@ -52,6 +52,7 @@ func checkID(id string) error {
 }
 
 var _ sandbox.ChangeTracker = (*Provider)(nil)
+var _ sandbox.ChangeLister = (*Provider)(nil)
 
 type box struct {
 	info   sandbox.Info
@@ -299,6 +300,17 @@ func (p *Provider) SnapshotSince(ctx context.Context, id string, exclude []strin
 		return "", err
 	}
 	return b.ws.FilesSince(ctx, since, sandbox.NewExcluder(exclude).Match, emit)
+}
+
+// SnapshotChanges is SnapshotSince passing only what changed since
+// generation since, and the files gone since (sandbox.ChangeLister; see
+// dirfs.FS.FilesChanged).
+func (p *Provider) SnapshotChanges(ctx context.Context, id string, exclude []string, since string, emit func(sandbox.SnapshotEntry) error) (string, bool, error) {
+	b, err := p.lookup(id)
+	if err != nil {
+		return "", false, err
+	}
+	return b.ws.FilesChanged(ctx, since, sandbox.NewExcluder(exclude).Match, emit)
 }
 
 // Stop kills every command of the sandbox (each one's pid namespace goes

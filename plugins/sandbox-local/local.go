@@ -58,6 +58,7 @@ var (
 	_ sandbox.Provider      = (*Provider)(nil)
 	_ sandbox.PortExposer   = (*Provider)(nil)
 	_ sandbox.ChangeTracker = (*Provider)(nil)
+	_ sandbox.ChangeLister  = (*Provider)(nil)
 	_ plugin.Configurer     = (*Provider)(nil)
 	_ plugin.HealthChecker  = (*Provider)(nil)
 )

@@ -51,7 +51,7 @@ func TestConformance(t *testing.T) {
 		cfg, err := json.Marshal(Config{Root: filepath.Join(reachableDir(t), "sandboxes")})
 		require.NoError(t, err)
 		return plugintest.Sandbox(t, testProvider(t), cfg)
-	}, sandboxtest.Options{LocalProcesses: true, TracksChanges: true})
+	}, sandboxtest.Options{LocalProcesses: true, TracksChanges: true, ListsChanges: true})
 }
 
 func TestInfo(t *testing.T) {

@@ -27,3 +27,14 @@ func (p *Provider) SnapshotSince(ctx context.Context, id string, exclude []strin
 	}
 	return b.fs.FilesSince(ctx, since, sandbox.NewExcluder(exclude).Match, emit)
 }
+
+// SnapshotChanges is SnapshotSince passing only what changed since
+// generation since, and the files gone since (sandbox.ChangeLister; see
+// dirfs.FS.FilesChanged).
+func (p *Provider) SnapshotChanges(ctx context.Context, id string, exclude []string, since string, emit func(sandbox.SnapshotEntry) error) (string, bool, error) {
+	b, err := p.lookup(id)
+	if err != nil {
+		return "", false, err
+	}
+	return b.fs.FilesChanged(ctx, since, sandbox.NewExcluder(exclude).Match, emit)
+}

@@ -40,6 +40,11 @@ type Options struct {
 	// the changed files only. Without it the kit checks only that such a
 	// snapshot holds the right files.
 	TracksChanges bool
+	// ListsChanges: the backend implements sandbox.ChangeLister, so the kit
+	// checks that a snapshot of changes since an earlier one is one, and
+	// passes only what changed. Without it the kit checks only that such a
+	// snapshot, read as it says it is, holds the right files.
+	ListsChanges bool
 }
 
 // Run checks the backend behind newClient. It calls newClient once and
@@ -61,6 +66,7 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts Option
 	t.Run("host file limit", k.testHostFileLimit)
 	t.Run("snapshot stream", k.testSnapshotStream)
 	t.Run("snapshot since a generation", k.testSnapshotSince)
+	t.Run("snapshot of changes", k.testSnapshotChanges)
 	t.Run("snapshot sees what a background process wrote", k.testSnapshotSeesBackgroundWrites)
 	t.Run("stop", k.testStop)
 	t.Run("expose port", k.testExposePort)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -44,6 +45,10 @@ type changeRecord struct {
 	leftOut  []sandbox.SnapshotEntry
 	mark     uint64
 	complete bool
+	// passedWhole are the files the snapshot passed with their content
+	// but could not record (see FilesSince): the caller holds them too,
+	// so a snapshot of changes since must say when they are gone.
+	passedWhole []string
 	// settled: when the snapshot began, no command was in flight and the
 	// backend vouched that none had left a process behind (Quiet).
 	settled bool
@@ -173,15 +178,43 @@ func (c *changes) commitWith(r *changeRecord) string {
 // empty or unknown since (only the latest generation is kept) passes every
 // file's content.
 func (f *FS) FilesSince(ctx context.Context, since string, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) (string, error) {
+	gen, _, err := f.filesSince(ctx, since, false, exclude, emit)
+	return gen, err
+}
+
+// FilesChanged is FilesSince for sandbox.ChangeLister: when since is the
+// latest generation (changesOnly is then true) it passes no Unchanged
+// entries, only the files changed or added since (with content), every
+// LeftOut entry, and a Removed entry for each file of since's record that
+// the new one does not hold. Otherwise it passes what FilesSince would.
+func (f *FS) FilesChanged(ctx context.Context, since string, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) (generation string, changesOnly bool, err error) {
+	return f.filesSince(ctx, since, true, exclude, emit)
+}
+
+func (f *FS) filesSince(ctx context.Context, since string, changesOnly bool, exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) (string, bool, error) {
 	// The stamp comes before any stat of the walk (readEntries stats
 	// each entry as it lists its folder).
 	stamp := f.changes.stamp()
 	// Marks after this number are changes the snapshot may not see.
 	began := f.writes.now()
 	rec := f.changes.record(since)
+	// Only a snapshot's record says exactly which files the caller holds
+	// (RecordFiles' may have left some of the backend's writes out).
+	delta := changesOnly && rec != nil && rec.complete
+	if delta {
+		// The caller holds rec's files: what did not change stays unsaid.
+		all := emit
+		emit = func(e sandbox.SnapshotEntry) error {
+			if e.Unchanged {
+				return nil
+			}
+			return all(e)
+		}
+	}
 	if rec != nil && rec.complete && rec.settled {
 		if changed, ok := f.writes.changedSince(rec.mark); ok {
-			return f.filesQuiet(ctx, rec, changed, began, stamp, exclude, emit)
+			gen, err := f.filesQuiet(ctx, rec, changed, began, stamp, exclude, emit, delta)
+			return gen, delta, err
 		}
 	}
 	// Asked after began: a command that starts from here on is loud
@@ -223,14 +256,55 @@ func (f *FS) FilesSince(ctx context.Context, since string, exclude func(rel stri
 		unrecorded = append(unrecorded, rel)
 	})
 	if err != nil {
-		return "", err
+		return "", false, err
+	}
+	if delta {
+		if err := passRemoved(rec, next, unrecorded, emit); err != nil {
+			return "", false, err
+		}
 	}
 	// A file passed but not recorded stays changed for the next snapshot
 	// (one without a walk would otherwise take it as deleted).
 	for _, p := range unrecorded {
 		f.writes.touch(p)
 	}
-	return f.changes.commitRecord(next, began, &f.writes), nil
+	next.passedWhole = unrecorded
+	return f.changes.commitRecord(next, began, &f.writes), delta, nil
+}
+
+// passRemoved passes a Removed entry for each file the caller held at
+// prev (its record and the files it passed whole) that the snapshot just
+// taken (next, and the files it passed whole, unrecorded) no longer holds
+// as a file, in path order.
+func passRemoved(prev, next *changeRecord, unrecorded []string, emit func(sandbox.SnapshotEntry) error) error {
+	passed := make(map[string]bool, len(unrecorded)+len(next.leftOut))
+	for _, p := range unrecorded {
+		passed[p] = true
+	}
+	for _, lo := range next.leftOut {
+		passed[lo.Path] = true
+	}
+	var gone []string
+	held := func(p string) {
+		if _, ok := next.files[p]; !ok && !passed[p] {
+			gone = append(gone, p)
+		}
+	}
+	for p := range prev.files {
+		held(p)
+	}
+	for _, p := range prev.passedWhole {
+		if _, recorded := prev.files[p]; !recorded {
+			held(p)
+		}
+	}
+	slices.Sort(gone)
+	for _, p := range gone {
+		if err := emit(sandbox.SnapshotEntry{File: sandbox.File{Path: p}, Removed: true}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RecordFiles records the files a backend has just written into the

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -182,7 +183,7 @@ func excluder(exclude func(rel string) bool) func(p string) bool {
 // the walk's order (byte order of paths). It records the new file set
 // under a new generation, as FilesSince does, and returns it.
 func (f *FS) filesQuiet(ctx context.Context, rec *changeRecord, changed []string, began uint64, stamp int64,
-	exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) (string, error) {
+	exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error, delta bool) (string, error) {
 	r, err := f.open()
 	if err != nil {
 		return "", err
@@ -204,6 +205,9 @@ func (f *FS) filesQuiet(ctx context.Context, rec *changeRecord, changed []string
 			}
 		}
 		return false
+	}
+	if delta {
+		return f.changesQuiet(ctx, r, rec, roots, isChanged, began, stamp, exclude, emit)
 	}
 	// What the record holds outside the changed paths, in order.
 	type held struct {
@@ -300,6 +304,68 @@ func (f *FS) filesQuiet(ctx context.Context, rec *changeRecord, changed []string
 	for _, p := range unrecorded {
 		f.writes.touch(p)
 	}
+	next.passedWhole = unrecorded
+	f.quietSnapshots.Add(1)
+	return f.changes.commitRecord(next, began, &f.writes), nil
+}
+
+// changesQuiet is filesQuiet for a snapshot of changes (FilesChanged): the
+// record's files outside the changed paths are the caller's already and
+// are not passed, so nothing needs putting in order; the changed paths are
+// read, every path left out is passed again, and the files gone are
+// passed as Removed.
+func (f *FS) changesQuiet(ctx context.Context, r *os.Root, rec *changeRecord, roots []string, isChanged func(string) bool, began uint64, stamp int64,
+	exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error) (string, error) {
+	excluded := excluder(exclude)
+	next := &changeRecord{files: make(map[string]recordEntry, len(rec.files)), settled: true}
+	for p, e := range rec.files {
+		if !isChanged(p) && !excluded(p) {
+			next.files[p] = e
+		}
+	}
+	pass := func(e sandbox.SnapshotEntry) error {
+		if e.LeftOut != "" {
+			next.leftOut = append(next.leftOut, e)
+		}
+		return emit(e)
+	}
+	for _, lo := range rec.leftOut {
+		p := lo.Path
+		if q, err := strconv.Unquote(p); err == nil && strings.HasPrefix(p, `"`) {
+			p = q // a name that is not UTF-8, passed quoted
+		}
+		if !isChanged(p) && !excluded(p) {
+			if err := pass(sandbox.SnapshotEntry{File: sandbox.File{Path: lo.Path}, LeftOut: lo.LeftOut}); err != nil {
+				return "", err
+			}
+		}
+	}
+	var unrecorded []string
+	read := func(rel string, fi fs.FileInfo, data []byte) {
+		if int64(len(data)) == fi.Size() {
+			sum := sha256.Sum256(data)
+			if e, ok := entryOf(fi, hex.EncodeToString(sum[:]), stamp); ok {
+				next.files[rel] = e
+				return
+			}
+		}
+		unrecorded = append(unrecorded, rel)
+	}
+	for _, root := range roots {
+		if excluded(root) {
+			continue
+		}
+		if err := f.walkFilesAt(ctx, r, root, exclude, pass, nil, read); err != nil {
+			return "", err
+		}
+	}
+	if err := passRemoved(rec, next, unrecorded, emit); err != nil {
+		return "", err
+	}
+	for _, p := range unrecorded {
+		f.writes.touch(p)
+	}
+	next.passedWhole = unrecorded
 	f.quietSnapshots.Add(1)
 	return f.changes.commitRecord(next, began, &f.writes), nil
 }

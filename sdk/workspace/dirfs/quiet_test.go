@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ type shot struct {
 	files   map[string]string // path → sha256 and mode
 	leftOut map[string]string
 	order   []string
+	removed []string
 }
 
 func takeShot(t *testing.T, walk func(emit func(sandbox.SnapshotEntry) error) error) shot {
@@ -32,6 +34,8 @@ func takeShot(t *testing.T, walk func(emit func(sandbox.SnapshotEntry) error) er
 	require.NoError(t, walk(func(e sandbox.SnapshotEntry) error {
 		s.order = append(s.order, e.Path)
 		switch {
+		case e.Removed:
+			s.removed = append(s.removed, e.Path)
 		case e.LeftOut != "":
 			s.leftOut[e.Path] = e.LeftOut
 		case e.Unchanged:
@@ -51,8 +55,16 @@ func takeShot(t *testing.T, walk func(emit func(sandbox.SnapshotEntry) error) er
 // as a snapshot, a process that lingered at the last snapshot writing
 // after it), a snapshot since the last one passes exactly what a whole walk
 // finds, in the same order; and it skips the walk whenever only the FS's
-// own writes happened since a snapshot taken with nothing lingering.
+// own writes happened since a snapshot taken with nothing lingering. A
+// snapshot of changes (FilesChanged) applied to what the caller held
+// since the last one gives that same file set, every time.
 func TestQuietSnapshotsMatchAWalk(t *testing.T) {
+	for _, changes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("changes_only=%v", changes), func(t *testing.T) { quietSnapshotsMatchAWalk(t, changes) })
+	}
+}
+
+func quietSnapshotsMatchAWalk(t *testing.T, changesOnly bool) {
 	base := t.TempDir()
 	ws := filepath.Join(base, "ws")
 	require.NoError(t, os.Mkdir(ws, 0o755))
@@ -87,6 +99,7 @@ func TestQuietSnapshotsMatchAWalk(t *testing.T) {
 	names := []string{"a", "a.txt", "a-b", "src", "src/x.ts", "src/y.ts", "src/deep/z.ts", "node_modules/dep.js", "b/c/d.txt", "b.txt"}
 	pick := func() string { return names[rng.IntN(len(names))] }
 	var gen string
+	held := map[string]string{} // what the caller holds (changesOnly)
 	quietWanted := 0
 	settled := false // the last snapshot's record was made with nothing lingering
 	lateWrite := false
@@ -123,12 +136,36 @@ func TestQuietSnapshotsMatchAWalk(t *testing.T) {
 			}
 		}
 		before := f.quietSnapshots.Load()
+		var delta bool
 		got := takeShot(t, func(emit func(sandbox.SnapshotEntry) error) error {
+			if changesOnly {
+				g, d, err := f.FilesChanged(ctx, gen, exclude, emit)
+				gen, delta = g, d
+				return err
+			}
 			g, err := f.FilesSince(ctx, gen, exclude, emit)
 			gen = g
 			return err
 		})
 		want := takeShot(t, func(emit func(sandbox.SnapshotEntry) error) error { return f.Files(ctx, exclude, emit) })
+		if changesOnly {
+			require.Equal(t, step > 0, delta, "step %d: changes since every snapshot but the first", step)
+			if !delta {
+				held = map[string]string{}
+			}
+			for _, p := range got.removed {
+				require.Contains(t, held, p, "step %d: removed a file it held", step)
+				delete(held, p)
+			}
+			for p := range got.leftOut {
+				delete(held, p)
+			}
+			maps.Copy(held, got.files)
+			got.files = maps.Clone(held)
+			got.order = want.order // the caller puts them in order
+		} else {
+			require.Empty(t, got.removed, "step %d", step)
+		}
 		require.Equal(t, want.files, got.files, "step %d", step)
 		require.Equal(t, want.leftOut, got.leftOut, "step %d", step)
 		require.Equal(t, want.order, got.order, "step %d: the walk's order", step)
