@@ -281,7 +281,7 @@ func (o *Orchestrator) classify(ar *activeRun, err error, what string) outcome {
 type sandboxRef struct {
 	client interface {
 		Stop(ctx context.Context, id string) error
-		SnapshotFrom(ctx context.Context, id string, opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (string, error)
+		SnapshotChanges(ctx context.Context, id string, opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (sandbox.SnapshotResult, error)
 	}
 	id string
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/sdk/sandbox"
@@ -22,13 +24,51 @@ import (
 //
 // The host never trusts a digest for a path it has no record of, or that
 // differs from its record: it then asks again for everything.
+//
+// A backend that can (sandbox.ChangeLister) answers with only what changed
+// since that generation: the changed files with their content, the paths
+// gone, and nothing at all for the rest, which the host takes from its
+// record. A warm turn that changed one file of a 500-file app then passes
+// one file over the wire instead of 500 headers.
 
 // sandboxFiles is what the host holds of a sandbox's files: the generation
-// of the file set and the digest of each of its files, whose content is
-// stored.
+// of the file set and each of its files as the last snapshot passed it
+// (with its digest, whose content is stored, or TooLarge without one).
 type sandboxFiles struct {
-	gen string
-	sha map[string]string
+	gen   string
+	files map[string]snapshotFile
+	// sorted are files in path order, for the next snapshot of changes
+	// to merge into without sorting hundreds of entries.
+	sorted []snapshotFile
+}
+
+// heldFiles is the record of a complete snapshot's files, in path order
+// (left-out paths are not files), under generation gen.
+func heldFiles(gen string, files []snapshotFile) *sandboxFiles {
+	k := &sandboxFiles{gen: gen, files: make(map[string]snapshotFile, len(files)), sorted: make([]snapshotFile, 0, len(files))}
+	for _, f := range files {
+		if f.LeftOut == "" {
+			k.files[f.Path] = f
+			k.sorted = append(k.sorted, f)
+		}
+	}
+	if !slices.IsSortedFunc(k.sorted, byPath) {
+		slices.SortFunc(k.sorted, byPath)
+	}
+	return k
+}
+
+func byPath(a, b snapshotFile) int { return strings.Compare(a.Path, b.Path) }
+
+// digests are the known files' digests by path (TooLarge ones have none).
+func (k *sandboxFiles) digests() map[string]string {
+	out := make(map[string]string, len(k.files))
+	for p, f := range k.files {
+		if f.sha != "" {
+			out[p] = f.sha
+		}
+	}
+	return out
 }
 
 // snapshotFile is one path of a snapshot as the host stored it: a file
@@ -77,26 +117,25 @@ func (o *Orchestrator) streamSnapshot(ctx context.Context, ref *sandboxRef) ([]s
 func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known *sandboxFiles) ([]snapshotFile, error) {
 	opts := sandbox.SnapshotOptions{Exclude: core.GeneratedArtifacts, MaxBytes: o.opts.Limits.MaxFileBytes}
 	if known != nil {
-		opts.Since = known.gen
+		opts.Since, opts.ChangesOnly = known.gen, true
 	}
-	// A warm sandbox's snapshot holds about the files the host knows.
-	size := 0
-	if known != nil {
-		size = len(known.sha)
-	}
-	files, shas := make([]snapshotFile, 0, size), make(map[string]string, size)
-	gen, err := ref.client.SnapshotFrom(ctx, ref.id, opts, func(f sandbox.SnapshotFile) error {
+	var files []snapshotFile
+	var removed []string
+	res, err := ref.client.SnapshotChanges(ctx, ref.id, opts, func(f sandbox.SnapshotFile) error {
 		switch {
+		case f.Removed:
+			removed = append(removed, f.Path)
+			return nil
 		case f.Unchanged:
 			var sha string
 			if known != nil {
-				sha = known.sha[f.Path]
+				sha = known.files[f.Path].sha
 			}
 			if sha == "" || sha != f.SHA256 {
 				return fmt.Errorf("%s: %w", f.Path, errUnknownDigest)
 			}
 			f.Unchanged, f.SHA256 = false, ""
-			files, shas[f.Path] = append(files, snapshotFile{f, sha}), sha
+			files = append(files, snapshotFile{f, sha})
 			return nil
 		case f.Content == nil:
 			files = append(files, snapshotFile{SnapshotFile: f})
@@ -114,20 +153,53 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 			return &blobWriteError{path: f.Path, err: err}
 		}
 		f.Size = size
-		files, shas[f.Path] = append(files, snapshotFile{f, sha}), sha
+		files = append(files, snapshotFile{f, sha})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if res.ChangesOnly {
+		if known == nil {
+			return nil, fmt.Errorf("%w (a snapshot of changes, asked for none)", errUnknownDigest)
+		}
+		files = withHeld(files, removed, known)
+	}
 	// A later snapshot is asked since this one only if the backend named
 	// it; the record of an older generation is of no use any more.
-	if gen == "" {
+	if res.Generation == "" {
 		ref.setKnown(nil)
 	} else {
-		ref.setKnown(&sandboxFiles{gen: gen, sha: shas})
+		ref.setKnown(heldFiles(res.Generation, files))
 	}
 	return files, nil
+}
+
+// withHeld completes a snapshot of changes (passed: the paths it passed)
+// with the known files it did not pass nor remove, in path order, as a
+// whole snapshot would have passed them: a merge of the few passed into
+// the known files, already in order.
+func withHeld(passed []snapshotFile, removed []string, known *sandboxFiles) []snapshotFile {
+	gone := make(map[string]bool, len(passed)+len(removed))
+	for _, p := range removed {
+		gone[p] = true
+	}
+	for _, f := range passed {
+		gone[f.Path] = true // passed again: changed, or left out now
+	}
+	slices.SortFunc(passed, byPath)
+	out := make([]snapshotFile, 0, len(known.sorted)+len(passed))
+	i := 0
+	for _, f := range known.sorted {
+		if gone[f.Path] {
+			continue
+		}
+		for ; i < len(passed) && passed[i].Path < f.Path; i++ {
+			out = append(out, passed[i])
+		}
+		out = append(out, f)
+	}
+	return append(out, passed[i:]...)
 }
 
 // knowCreated records a new sandbox's files, as the host sent them to
@@ -142,11 +214,13 @@ func (o *Orchestrator) knowCreated(ctx context.Context, ref *sandboxRef, gen str
 	if gen == "" || !ok || len(files) == 0 {
 		return
 	}
-	byPath := make(map[string]string, len(files))
+	shaOf := make(map[string]string, len(files))
+	held := make([]snapshotFile, 0, len(files))
 	all := make([]string, 0, len(files))
 	for _, f := range files {
 		sha := sha256Hex(f.Data)
-		byPath[f.Path] = sha
+		shaOf[f.Path] = sha
+		held = append(held, snapshotFile{sandbox.SnapshotFile{Path: f.Path, Mode: f.Mode, Size: int64(len(f.Data))}, sha})
 		all = append(all, sha)
 	}
 	stored, err := idx.StoredBlobs(ctx, all)
@@ -155,15 +229,15 @@ func (o *Orchestrator) knowCreated(ctx context.Context, ref *sandboxRef, gen str
 		return
 	}
 	for _, f := range files {
-		if stored[byPath[f.Path]] {
+		if stored[shaOf[f.Path]] {
 			continue
 		}
 		sha, _, err := o.results.PutBlobFrom(ctx, bytes.NewReader(f.Data))
-		if err != nil || sha != byPath[f.Path] {
+		if err != nil || sha != shaOf[f.Path] {
 			o.log.Warn("store a run's file; the sandbox's first snapshot will be whole", "sandbox", ref.id, "path", f.Path, "error", err)
 			return
 		}
 		stored[sha] = true
 	}
-	ref.setKnown(&sandboxFiles{gen: gen, sha: byPath})
+	ref.setKnown(heldFiles(gen, held))
 }

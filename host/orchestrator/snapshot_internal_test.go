@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"testing"
 
@@ -16,17 +18,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeSnapshots is a sandbox client whose snapshots a test scripts.
+// fakeSnapshots is a sandbox client whose snapshots a test scripts: with
+// SnapshotF a backend that sends whole snapshots (Unchanged entries
+// allowed), with ChangesF one that answers what it is asked.
 type fakeSnapshots struct {
 	SnapshotF func(opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (string, error)
+	ChangesF  func(opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (sandbox.SnapshotResult, error)
 	since     []string
 }
 
 func (f *fakeSnapshots) Stop(context.Context, string) error { return nil }
 
-func (f *fakeSnapshots) SnapshotFrom(_ context.Context, _ string, opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (string, error) {
+func (f *fakeSnapshots) SnapshotChanges(_ context.Context, _ string, opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (sandbox.SnapshotResult, error) {
 	f.since = append(f.since, opts.Since)
-	return f.SnapshotF(opts, fn)
+	if f.ChangesF != nil {
+		return f.ChangesF(opts, fn)
+	}
+	gen, err := f.SnapshotF(opts, fn)
+	return sandbox.SnapshotResult{Generation: gen}, err
 }
 
 // fakeBlobs is a ResultSink and BlobIndex keeping contents in memory.
@@ -125,7 +134,7 @@ func TestSnapshotSinceUsesTheHostsRecord(t *testing.T) {
 	assert.Equal(t, map[string]string{"a": hexOf("A"), "b": hexOf("B2")}, digests(files), "c was deleted")
 	assert.Equal(t, []string{"", "g1"}, c.since)
 	assert.Equal(t, "g2", ref.knownFiles().gen)
-	assert.Equal(t, map[string]string{"a": hexOf("A"), "b": hexOf("B2")}, ref.knownFiles().sha)
+	assert.Equal(t, map[string]string{"a": hexOf("A"), "b": hexOf("B2")}, ref.knownFiles().digests())
 }
 
 // TestSnapshotSinceDistrustsUnknownDigests: an unchanged file the host has
@@ -139,7 +148,7 @@ func TestSnapshotSinceDistrustsUnknownDigests(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			o, _ := snapOrch(t)
 			c := &fakeSnapshots{}
-			ref := &sandboxRef{client: c, id: "sbx", known: &sandboxFiles{gen: "g1", sha: map[string]string{"a": hexOf("A")}}}
+			ref := &sandboxRef{client: c, id: "sbx", known: heldFiles("g1", []snapshotFile{{sandbox.SnapshotFile{Path: "a", Mode: 0o644, Size: 1}, hexOf("A")}})}
 			c.SnapshotF = func(opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (string, error) {
 				if opts.Since != "" {
 					return "g2", fn(f)
@@ -160,7 +169,7 @@ func TestSnapshotSinceDistrustsUnknownDigests(t *testing.T) {
 func TestSnapshotFromAnOldBackend(t *testing.T) {
 	o, _ := snapOrch(t)
 	c := &fakeSnapshots{SnapshotF: backend("", "", map[string]string{"a": "A"})}
-	ref := &sandboxRef{client: c, id: "sbx", known: &sandboxFiles{gen: "g0", sha: map[string]string{}}}
+	ref := &sandboxRef{client: c, id: "sbx", known: heldFiles("g0", nil)}
 	for range 2 {
 		files, err := o.streamSnapshot(context.Background(), ref)
 		require.NoError(t, err)
@@ -179,9 +188,77 @@ func TestKnowCreated(t *testing.T) {
 	o.knowCreated(context.Background(), ref, "g0", []sandbox.File{{Path: "a", Data: []byte("A")}, {Path: "contract.json", Data: []byte("{}")}})
 	require.NotNil(t, ref.knownFiles())
 	assert.Equal(t, "g0", ref.knownFiles().gen)
-	assert.Equal(t, map[string]string{"a": hexOf("A"), "contract.json": hexOf("{}")}, ref.knownFiles().sha)
+	assert.Equal(t, map[string]string{"a": hexOf("A"), "contract.json": hexOf("{}")}, ref.knownFiles().digests())
 	assert.Equal(t, []byte("{}"), blobs.blobs[hexOf("{}")], "a digest the host records names stored content")
 
 	o.knowCreated(context.Background(), ref, "", nil)
 	assert.Equal(t, "g0", ref.knownFiles().gen, "no generation: nothing to record")
+}
+
+// TestSnapshotOfChanges: once the host holds a file set, it asks for what
+// changed since; a backend that answers so passes only the changed and
+// added files and the removed paths, and the host completes the snapshot
+// from its record — same paths, modes, sizes and digests, in path order,
+// as a whole one — then holds the new set. A file over the limit stays
+// held without content, and a path now left out is no longer a file.
+func TestSnapshotOfChanges(t *testing.T) {
+	o, blobs := snapOrch(t)
+	o.opts.Limits.MaxFileBytes = 8
+	c := &fakeSnapshots{SnapshotF: backend("g1", "", map[string]string{"a": "A", "b/x": "BX", "b/y": "BY", "c": "C", "d": "D"})}
+	ref := &sandboxRef{client: c, id: "sbx"}
+	ctx := context.Background()
+	whole, err := o.streamSnapshot(ctx, ref)
+	require.NoError(t, err)
+	require.Len(t, whole, 5)
+	// A file too large for the host, passed once: held without a digest.
+	c.ChangesF = func(opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (sandbox.SnapshotResult, error) {
+		require.True(t, opts.ChangesOnly)
+		require.Equal(t, "g1", opts.Since)
+		return sandbox.SnapshotResult{Generation: "g2", ChangesOnly: true}, fn(sandbox.SnapshotFile{Path: "big", Mode: 0o600, Size: 100, TooLarge: true})
+	}
+	_, err = o.streamSnapshot(ctx, ref)
+	require.NoError(t, err)
+
+	c.ChangesF = func(opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (sandbox.SnapshotResult, error) {
+		require.True(t, opts.ChangesOnly)
+		require.Equal(t, "g2", opts.Since)
+		for _, f := range []sandbox.SnapshotFile{
+			sent("b/y", "BY2"), sent("e", "E"),
+			{Path: "c", LeftOut: "symlink"},
+			{Path: "d", Removed: true},
+		} {
+			if err := fn(f); err != nil {
+				return sandbox.SnapshotResult{}, err
+			}
+		}
+		return sandbox.SnapshotResult{Generation: "g3", ChangesOnly: true}, nil
+	}
+	delete(blobs.blobs, hexOf("A")) // not read again: proves "a" did not travel
+	files, err := o.streamSnapshot(ctx, ref)
+	require.NoError(t, err)
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.Path)
+	}
+	assert.Equal(t, []string{"a", "b/x", "b/y", "big", "c", "e"}, paths, "path order, d removed")
+	assert.Equal(t, map[string]string{"a": hexOf("A"), "b/x": hexOf("BX"), "b/y": hexOf("BY2"), "big": "", "c": "", "e": hexOf("E")}, digests(files))
+	byPath := map[string]snapshotFile{}
+	for _, f := range files {
+		byPath[f.Path] = f
+	}
+	assert.Equal(t, sandbox.SnapshotFile{Path: "a", Mode: 0o644, Size: 1}, byPath["a"].SnapshotFile, "held from the record")
+	assert.Equal(t, sandbox.SnapshotFile{Path: "big", Mode: 0o600, Size: 100, TooLarge: true}, byPath["big"].SnapshotFile)
+	assert.Equal(t, "symlink", byPath["c"].LeftOut)
+	assert.Equal(t, "g3", ref.knownFiles().gen)
+	assert.Equal(t, []string{"a", "b/x", "b/y", "big", "e"}, slices.Sorted(maps.Keys(ref.knownFiles().files)), "a left-out path is no longer held")
+	assert.Equal(t, []string{"", "g1", "g2"}, c.since)
+
+	// A backend that no longer knows the generation answers whole.
+	c.ChangesF = func(opts sandbox.SnapshotOptions, fn func(sandbox.SnapshotFile) error) (sandbox.SnapshotResult, error) {
+		return sandbox.SnapshotResult{Generation: "g4"}, fn(sent("a", "A"))
+	}
+	files, err = o.streamSnapshot(ctx, ref)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"a": hexOf("A")}, digests(files), "a whole snapshot: what it did not pass is gone")
+	assert.Equal(t, map[string]string{"a": hexOf("A")}, ref.knownFiles().digests())
 }
