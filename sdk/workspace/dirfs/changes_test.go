@@ -58,7 +58,7 @@ func trackedFS(t *testing.T, files map[string]string) (*FS, string) {
 
 // pastTick waits until a file made now in dir gets a later mtime than
 // dir's files have: the next stamp is then past them.
-func pastTick(t *testing.T, dir string) {
+func pastTick(t testing.TB, dir string) {
 	t.Helper()
 	var newest time.Time
 	require.NoError(t, filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {

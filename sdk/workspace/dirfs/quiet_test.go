@@ -182,3 +182,54 @@ func quietSnapshotsMatchAWalk(t *testing.T, changesOnly bool) {
 	}
 	assert.Greater(t, quietWanted, 30, "the quiet path was exercised")
 }
+
+// BenchmarkQuietSnapshot500: a warm sandbox of 500 files where one file is
+// written through the FS between snapshots, as a turn that patches one
+// file: the snapshot since the last one (the write is not timed), passing
+// every file (FilesSince, the unchanged ones from the record) or only what
+// changed (FilesChanged).
+func BenchmarkQuietSnapshot500(b *testing.B) {
+	for _, mode := range []string{"since", "changes"} {
+		b.Run(mode, func(b *testing.B) {
+			base := b.TempDir()
+			ws := filepath.Join(base, "ws")
+			require.NoError(b, os.Mkdir(ws, 0o755))
+			f, err := New(ws, nil, StampDir(base), Quiet(func() bool { return true }))
+			require.NoError(b, err)
+			ctx := context.Background()
+			for i := range 500 {
+				_, err := f.WriteFile(ctx, fmt.Sprintf("src/dir%d/file%d.ts", i%20, i), []byte(fmt.Sprintf("export const n = %d\n", i)), 0)
+				require.NoError(b, err)
+			}
+			snap := func(gen string) (string, int) {
+				passed := 0
+				emit := func(sandbox.SnapshotEntry) error { passed++; return nil }
+				if mode == "changes" {
+					g, _, err := f.FilesChanged(ctx, gen, nil, emit)
+					require.NoError(b, err)
+					return g, passed
+				}
+				g, err := f.FilesSince(ctx, gen, nil, emit)
+				require.NoError(b, err)
+				return g, passed
+			}
+			gen, _ := snap("")
+			pastTick(b, ws)
+			gen, _ = snap(gen)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// The write is the turn's, not the snapshot's.
+				b.StopTimer()
+				if _, err := f.WriteFile(ctx, "src/counter.txt", []byte(fmt.Sprintf("%d\n", i)), 0); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				var passed int
+				gen, passed = snap(gen)
+				if mode == "changes" && passed > 3 {
+					b.Fatalf("a snapshot of changes passed %d entries for one written file", passed)
+				}
+			}
+		})
+	}
+}
