@@ -116,18 +116,28 @@ func TestSnapshotBatchesUnchangedFiles(t *testing.T) {
 	// On the wire: 2 + 1 batches of unchanged files around the changed
 	// file's header and data, the left-out path and the end.
 	conn := serve(t, &server{impl: impl})
-	stream, err := sandboxv1.NewSandboxClient(conn).Snapshot(context.Background(), &sandboxv1.SnapshotRequest{SandboxId: "sbx", Since: "g1", BatchUnchanged: true})
+	kinds := onTheWire(t, conn, &sandboxv1.SnapshotRequest{SandboxId: "sbx", Since: "g1", BatchUnchanged: true})
+	assert.Equal(t, []string{"unchanged×256", "unchanged×44", "file", "data", "left_out", "unchanged×5", "end"}, kinds)
+}
+
+// onTheWire sends req to the server behind conn and names each message of
+// the snapshot it streams back, in order.
+func onTheWire(t *testing.T, conn *grpc.ClientConn, req *sandboxv1.SnapshotRequest) []string {
+	t.Helper()
+	stream, err := sandboxv1.NewSandboxClient(conn).Snapshot(context.Background(), req)
 	require.NoError(t, err)
 	var kinds []string
 	for {
 		msg, err := stream.Recv()
 		if err == io.EOF {
-			break
+			return kinds
 		}
 		require.NoError(t, err)
 		switch m := msg.GetMsg().(type) {
 		case *sandboxv1.SnapshotChunk_Unchanged:
 			kinds = append(kinds, fmt.Sprintf("unchanged×%d", len(m.Unchanged.GetFiles())))
+		case *sandboxv1.SnapshotChunk_Removed:
+			kinds = append(kinds, fmt.Sprintf("removed×%d", len(m.Removed.GetPaths())))
 		case *sandboxv1.SnapshotChunk_File:
 			kinds = append(kinds, "file")
 		case *sandboxv1.SnapshotChunk_Data:
@@ -135,8 +145,11 @@ func TestSnapshotBatchesUnchangedFiles(t *testing.T) {
 		case *sandboxv1.SnapshotChunk_LeftOut:
 			kinds = append(kinds, "left_out")
 		case *sandboxv1.SnapshotChunk_End:
-			kinds = append(kinds, "end")
+			end := "end"
+			if m.End.GetChangesOnly() {
+				end += " changes_only=true"
+			}
+			kinds = append(kinds, end)
 		}
 	}
-	assert.Equal(t, []string{"unchanged×256", "unchanged×44", "file", "data", "left_out", "unchanged×5", "end"}, kinds)
 }

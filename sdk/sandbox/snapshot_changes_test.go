@@ -86,25 +86,8 @@ func TestSnapshotOfChangesOverTheWire(t *testing.T) {
 	assert.Equal(t, "gone/f299", removed[299])
 
 	// On the wire: the removed paths go 256 to a message.
-	stream, err := sandboxv1.NewSandboxClient(conn).Snapshot(context.Background(), &sandboxv1.SnapshotRequest{SandboxId: "sbx", Since: "g1", BatchUnchanged: true, ChangesOnly: true})
-	require.NoError(t, err)
-	var kinds []string
-	for {
-		msg, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		switch m := msg.GetMsg().(type) {
-		case *sandboxv1.SnapshotChunk_Removed:
-			kinds = append(kinds, fmt.Sprintf("removed×%d", len(m.Removed.GetPaths())))
-		case *sandboxv1.SnapshotChunk_End:
-			kinds = append(kinds, fmt.Sprintf("end changes_only=%v", m.End.GetChangesOnly()))
-		default:
-			kinds = append(kinds, fmt.Sprintf("%T", m))
-		}
-	}
-	assert.Equal(t, []string{"*sandboxv1.SnapshotChunk_File", "*sandboxv1.SnapshotChunk_Data", "*sandboxv1.SnapshotChunk_LeftOut", "removed×256", "removed×44", "end changes_only=true"}, kinds)
+	kinds := onTheWire(t, conn, &sandboxv1.SnapshotRequest{SandboxId: "sbx", Since: "g1", BatchUnchanged: true, ChangesOnly: true})
+	assert.Equal(t, []string{"file", "data", "left_out", "removed×256", "removed×44", "end changes_only=true"}, kinds)
 
 	// Not asked for changes only: the whole snapshot, without removals.
 	for name, opts := range map[string]SnapshotOptions{"whole": {Since: "g1"}, "unknown generation": {Since: "g0", ChangesOnly: true}} {

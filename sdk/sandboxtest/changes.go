@@ -64,6 +64,21 @@ func (s changeSnap) holds(t *testing.T, want map[string]string, msg string) {
 	assert.Equal(t, wantSums, got, msg)
 }
 
+// createWith creates a sandbox holding files (path → content), stopped
+// when the test ends.
+func (k *kit) createWith(t *testing.T, files map[string]string) (string, sandbox.Info) {
+	t.Helper()
+	var list []sandbox.File
+	for p, c := range files {
+		list = append(list, sandbox.File{Path: p, Data: []byte(c)})
+	}
+	id := newID(t)
+	info, err := k.c.Create(context.Background(), sandbox.CreateSpec{ID: id, Files: list})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = k.c.Stop(context.Background(), id) })
+	return id, info
+}
+
 // settle snapshots since gen until a snapshot sends no file (a backend may
 // send a file written within its timestamp tick again, once) and returns
 // the generation of that snapshot.
@@ -86,14 +101,7 @@ func (k *kit) settle(t *testing.T, id, gen string) string {
 func (k *kit) testSnapshotSince(t *testing.T) {
 	ctx := context.Background()
 	want := map[string]string{"a.txt": "alpha\n", "src/b.txt": "bravo\n", "src/c.txt": "charlie\n", "assets/big.bin": string(bigFile())}
-	var files []sandbox.File
-	for p, c := range want {
-		files = append(files, sandbox.File{Path: p, Data: []byte(c)})
-	}
-	id := newID(t)
-	info, err := k.c.Create(ctx, sandbox.CreateSpec{ID: id, Files: files})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = k.c.Stop(context.Background(), id) })
+	id, info := k.createWith(t, want)
 	ws := k.c.Workspace(id)
 	if k.opts.TracksChanges {
 		require.NotEmpty(t, info.SnapshotGeneration, "Create names the generation of the files it wrote")
@@ -107,7 +115,7 @@ func (k *kit) testSnapshotSince(t *testing.T) {
 	}
 	gen := k.settle(t, id, first.gen)
 
-	_, err = ws.WriteFile(ctx, "src/b.txt", []byte("BRAVO!\n"), 0)
+	_, err := ws.WriteFile(ctx, "src/b.txt", []byte("BRAVO!\n"), 0)
 	require.NoError(t, err)
 	want["src/b.txt"] = "BRAVO!\n"
 	s := k.snapSince(t, id, gen)

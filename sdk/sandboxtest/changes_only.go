@@ -75,14 +75,7 @@ func (k *kit) testSnapshotChanges(t *testing.T) {
 	}
 	ctx := context.Background()
 	want := map[string]string{"a.txt": "alpha\n", "src/b.txt": "bravo\n", "src/c.txt": "charlie\n"}
-	var files []sandbox.File
-	for p, c := range want {
-		files = append(files, sandbox.File{Path: p, Data: []byte(c)})
-	}
-	id := newID(t)
-	info, err := k.c.Create(ctx, sandbox.CreateSpec{ID: id, Files: files})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = k.c.Stop(context.Background(), id) })
+	id, info := k.createWith(t, want)
 	ws := k.c.Workspace(id)
 	h := &holder{gen: info.SnapshotGeneration, files: map[string]string{}}
 	var before []string // what changed for the last snapshot
@@ -112,7 +105,7 @@ func (k *kit) testSnapshotChanges(t *testing.T) {
 		assert.True(t, changes, "a backend that lists changes answers with them")
 	}
 
-	_, err = ws.WriteFile(ctx, "src/b.txt", []byte("BRAVO!\n"), 0)
+	_, err := ws.WriteFile(ctx, "src/b.txt", []byte("BRAVO!\n"), 0)
 	require.NoError(t, err)
 	want["src/b.txt"] = "BRAVO!\n"
 	check("one file written", "src/b.txt")

@@ -225,7 +225,6 @@ func (f *FS) filesSince(ctx context.Context, since string, changesOnly bool, exc
 		prev = rec.files
 	}
 	next := &changeRecord{files: map[string]recordEntry{}, settled: settled}
-	var unrecorded []string
 	passed := func(e sandbox.SnapshotEntry) error {
 		if e.LeftOut != "" {
 			next.leftOut = append(next.leftOut, e)
@@ -243,42 +242,53 @@ func (f *FS) filesSince(ctx context.Context, since string, changesOnly bool, exc
 		}
 		next.files[rel] = e
 		return sandbox.SnapshotEntry{File: sandbox.File{Path: rel, Mode: uint32(fi.Mode().Perm())}, Size: fi.Size(), Unchanged: true, SHA256: e.sha}, true
-	}, func(rel string, fi fs.FileInfo, data []byte) {
-		// A file that changed size while read is not recorded: what was
-		// sent is not what fi describes.
-		if int64(len(data)) == fi.Size() {
-			sum := sha256.Sum256(data)
-			if e, ok := entryOf(fi, hex.EncodeToString(sum[:]), stamp); ok {
-				next.files[rel] = e
-				return
-			}
-		}
-		unrecorded = append(unrecorded, rel)
-	})
+	}, next.reader(stamp))
 	if err != nil {
 		return "", false, err
 	}
 	if delta {
-		if err := passRemoved(rec, next, unrecorded, emit); err != nil {
+		if err := passRemoved(rec, next, emit); err != nil {
 			return "", false, err
 		}
 	}
-	// A file passed but not recorded stays changed for the next snapshot
-	// (one without a walk would otherwise take it as deleted).
-	for _, p := range unrecorded {
+	return f.commitPassed(next, began), delta, nil
+}
+
+// reader records in r each file a snapshot read whole (its content data,
+// as of fi), or, when it cannot be recorded (written within the stamp's
+// tick, or it changed size while read: what was sent is not what fi
+// describes), adds it to the files passed whole.
+func (r *changeRecord) reader(stamp int64) func(rel string, fi fs.FileInfo, data []byte) {
+	return func(rel string, fi fs.FileInfo, data []byte) {
+		if int64(len(data)) == fi.Size() {
+			sum := sha256.Sum256(data)
+			if e, ok := entryOf(fi, hex.EncodeToString(sum[:]), stamp); ok {
+				r.files[rel] = e
+				return
+			}
+		}
+		r.passedWhole = append(r.passedWhole, rel)
+	}
+}
+
+// commitPassed makes next, a complete snapshot's record, the latest and
+// returns its generation. A file it passed but could not record stays
+// changed for the next snapshot (one without a walk would otherwise take
+// it as deleted).
+func (f *FS) commitPassed(next *changeRecord, began uint64) string {
+	for _, p := range next.passedWhole {
 		f.writes.touch(p)
 	}
-	next.passedWhole = unrecorded
-	return f.changes.commitRecord(next, began, &f.writes), delta, nil
+	return f.changes.commitRecord(next, began, &f.writes)
 }
 
 // passRemoved passes a Removed entry for each file the caller held at
 // prev (its record and the files it passed whole) that the snapshot just
-// taken (next, and the files it passed whole, unrecorded) no longer holds
-// as a file, in path order.
-func passRemoved(prev, next *changeRecord, unrecorded []string, emit func(sandbox.SnapshotEntry) error) error {
-	passed := make(map[string]bool, len(unrecorded)+len(next.leftOut))
-	for _, p := range unrecorded {
+// taken (next, its files passed whole included) no longer holds as a
+// file, in path order.
+func passRemoved(prev, next *changeRecord, emit func(sandbox.SnapshotEntry) error) error {
+	passed := make(map[string]bool, len(next.passedWhole)+len(next.leftOut))
+	for _, p := range next.passedWhole {
 		passed[p] = true
 	}
 	for _, lo := range next.leftOut {

@@ -2,9 +2,6 @@ package dirfs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -235,23 +232,13 @@ func (f *FS) filesQuiet(ctx context.Context, rec *changeRecord, changed []string
 	// Nothing was left when rec was made and nothing started since:
 	// nothing is left now either.
 	next := &changeRecord{files: make(map[string]recordEntry, len(rec.files)), settled: true}
-	var unrecorded []string
 	pass := func(e sandbox.SnapshotEntry) error {
 		if e.LeftOut != "" {
 			next.leftOut = append(next.leftOut, e)
 		}
 		return emit(e)
 	}
-	read := func(rel string, fi fs.FileInfo, data []byte) {
-		if int64(len(data)) == fi.Size() {
-			sum := sha256.Sum256(data)
-			if e, ok := entryOf(fi, hex.EncodeToString(sum[:]), stamp); ok {
-				next.files[rel] = e
-				return
-			}
-		}
-		unrecorded = append(unrecorded, rel)
-	}
+	read := next.reader(stamp)
 	k := 0
 	// passKept passes the held entries that sort before limit ("": all).
 	passKept := func(limit string) error {
@@ -299,14 +286,8 @@ func (f *FS) filesQuiet(ctx context.Context, rec *changeRecord, changed []string
 	if err := passKept(""); err != nil {
 		return "", err
 	}
-	// Files passed whole but not recorded (written within the stamp's
-	// tick, or while read) stay changed for the next snapshot.
-	for _, p := range unrecorded {
-		f.writes.touch(p)
-	}
-	next.passedWhole = unrecorded
 	f.quietSnapshots.Add(1)
-	return f.changes.commitRecord(next, began, &f.writes), nil
+	return f.commitPassed(next, began), nil
 }
 
 // changesQuiet is filesQuiet for a snapshot of changes (FilesChanged): the
@@ -340,32 +321,17 @@ func (f *FS) changesQuiet(ctx context.Context, r *os.Root, rec *changeRecord, ro
 			}
 		}
 	}
-	var unrecorded []string
-	read := func(rel string, fi fs.FileInfo, data []byte) {
-		if int64(len(data)) == fi.Size() {
-			sum := sha256.Sum256(data)
-			if e, ok := entryOf(fi, hex.EncodeToString(sum[:]), stamp); ok {
-				next.files[rel] = e
-				return
-			}
-		}
-		unrecorded = append(unrecorded, rel)
-	}
 	for _, root := range roots {
 		if excluded(root) {
 			continue
 		}
-		if err := f.walkFilesAt(ctx, r, root, exclude, pass, nil, read); err != nil {
+		if err := f.walkFilesAt(ctx, r, root, exclude, pass, nil, next.reader(stamp)); err != nil {
 			return "", err
 		}
 	}
-	if err := passRemoved(rec, next, unrecorded, emit); err != nil {
+	if err := passRemoved(rec, next, emit); err != nil {
 		return "", err
 	}
-	for _, p := range unrecorded {
-		f.writes.touch(p)
-	}
-	next.passedWhole = unrecorded
 	f.quietSnapshots.Add(1)
-	return f.changes.commitRecord(next, began, &f.writes), nil
+	return f.commitPassed(next, began), nil
 }
