@@ -178,7 +178,8 @@ func excluder(exclude func(rel string) bool) func(p string) bool {
 // differ from rec: every other file of rec is passed from it, unchanged,
 // and the changed paths (files, or folders read whole) are read, all in
 // the walk's order (byte order of paths). It records the new file set
-// under a new generation, as FilesSince does, and returns it.
+// under a new generation, as FilesSince does, and returns it. With delta
+// (a snapshot of changes) it is changesQuiet.
 func (f *FS) filesQuiet(ctx context.Context, rec *changeRecord, changed []string, began uint64, stamp int64,
 	exclude func(rel string) bool, emit func(sandbox.SnapshotEntry) error, delta bool) (string, error) {
 	r, err := f.open()
