@@ -40,6 +40,14 @@ func lostHostWithRun(t *testing.T, key string, lease time.Duration) (open func()
 	return open
 }
 
+// leaseTestTTL is the lease of the two settling tests. A host renews every
+// fifth of it, so a renewal may come up to four fifths late before the
+// lease lapses: with a 1 s lease, 800 ms on a 2-core CI machine busy with
+// every other package's tests was once not enough (a lapse reported while
+// the renewals were only slow). 3 s leaves 2.4 s, as the default 5 s
+// leaves 4 s in production.
+const leaseTestTTL = 3 * time.Second
+
 // leaseStaysValid samples, for three leases, the lease of the host whose
 // row is its (st reads the hosts table), and fails the test, after
 // calling stop, if it lapses or is not renewed meanwhile.
@@ -79,7 +87,7 @@ func leaseStaysValid(t *testing.T, st *store.Store, its func(store.HostRecord) b
 // the host's lease lapsed and another host took over the runs it was
 // resuming.
 func TestLeaseRenewsWhileTakenOverRunsSettle(t *testing.T) {
-	const ttl = time.Second
+	const ttl = leaseTestTTL
 	ctx := context.Background()
 	// A host with one run, whose lease lapses a little after the
 	// survivor has joined.
@@ -113,7 +121,7 @@ func TestLeaseRenewsWhileTakenOverRunsSettle(t *testing.T) {
 // renewing, the new host's first lease lapsed while it settled, and
 // another host could take over what it was resuming.
 func TestLeaseRenewsWhileJoinSettles(t *testing.T) {
-	const ttl = time.Second
+	const ttl = leaseTestTTL
 	ctx := context.Background()
 	// A host with one run whose lease has lapsed already.
 	open := lostHostWithRun(t, "gone/1", time.Millisecond)
