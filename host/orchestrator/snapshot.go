@@ -35,40 +35,37 @@ import (
 // of the file set and each of its files as the last snapshot passed it
 // (with its digest, whose content is stored, or TooLarge without one).
 type sandboxFiles struct {
-	gen   string
-	files map[string]snapshotFile
-	// sorted are files in path order, for the next snapshot of changes
-	// to merge into without sorting hundreds of entries.
-	sorted []snapshotFile
+	gen string
+	// files are in path order: the next snapshot of changes merges into
+	// them without a sort, and a path is found by binary search.
+	files []snapshotFile
 }
 
-// heldFiles is the record of a complete snapshot's files, in path order
-// (left-out paths are not files), under generation gen.
+// heldFiles is the record of a complete snapshot's files (left-out paths
+// are not files) under generation gen.
 func heldFiles(gen string, files []snapshotFile) *sandboxFiles {
-	k := &sandboxFiles{gen: gen, files: make(map[string]snapshotFile, len(files)), sorted: make([]snapshotFile, 0, len(files))}
+	k := &sandboxFiles{gen: gen, files: make([]snapshotFile, 0, len(files))}
 	for _, f := range files {
 		if f.LeftOut == "" {
-			k.files[f.Path] = f
-			k.sorted = append(k.sorted, f)
+			k.files = append(k.files, f)
 		}
 	}
-	if !slices.IsSortedFunc(k.sorted, byPath) {
-		slices.SortFunc(k.sorted, byPath)
+	if !slices.IsSortedFunc(k.files, byPath) {
+		slices.SortFunc(k.files, byPath)
 	}
 	return k
 }
 
 func byPath(a, b snapshotFile) int { return strings.Compare(a.Path, b.Path) }
 
-// digests are the known files' digests by path (TooLarge ones have none).
-func (k *sandboxFiles) digests() map[string]string {
-	out := make(map[string]string, len(k.files))
-	for p, f := range k.files {
-		if f.sha != "" {
-			out[p] = f.sha
-		}
+// digest is the recorded digest of the file at path ("" when there is no
+// such file, or it was TooLarge).
+func (k *sandboxFiles) digest(path string) string {
+	i, found := slices.BinarySearchFunc(k.files, path, func(f snapshotFile, p string) int { return strings.Compare(f.Path, p) })
+	if !found {
+		return ""
 	}
-	return out
+	return k.files[i].sha
 }
 
 // snapshotFile is one path of a snapshot as the host stored it: a file
@@ -129,7 +126,7 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 		case f.Unchanged:
 			var sha string
 			if known != nil {
-				sha = known.files[f.Path].sha
+				sha = known.digest(f.Path)
 			}
 			if sha == "" || sha != f.SHA256 {
 				return fmt.Errorf("%s: %w", f.Path, errUnknownDigest)
@@ -188,9 +185,9 @@ func withHeld(passed []snapshotFile, removed []string, known *sandboxFiles) []sn
 		gone[f.Path] = true // passed again: changed, or left out now
 	}
 	slices.SortFunc(passed, byPath)
-	out := make([]snapshotFile, 0, len(known.sorted)+len(passed))
+	out := make([]snapshotFile, 0, len(known.files)+len(passed))
 	i := 0
-	for _, f := range known.sorted {
+	for _, f := range known.files {
 		if gone[f.Path] {
 			continue
 		}
