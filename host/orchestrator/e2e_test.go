@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -251,6 +252,34 @@ func TestPluginCrashes(t *testing.T) {
 		assert.Contains(t, types(evs), core.EventToolFailed, "the call in flight failed")
 		next(t)
 	})
+	t.Run("no socket outlives its plugin", func(t *testing.T) {
+		// Six plugin processes died above, none of them able to remove its
+		// socket; the manager removed each once it saw the process gone.
+		// What is left is one socket per live plugin.
+		live := 0
+		for _, s := range h.mgr.Statuses() {
+			if s.State == pluginmgr.StateHealthy {
+				live++
+			}
+		}
+		require.Equal(t, 3, live)
+		require.Eventually(t, func() bool { return len(sockets(t, h.sockets)) == live }, 10*time.Second, 10*time.Millisecond,
+			"sockets left in %s: %v", h.sockets, sockets(t, h.sockets))
+	})
+}
+
+// sockets lists the Unix sockets in dir.
+func sockets(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		if e.Type()&os.ModeSocket != 0 {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func TestWrongChecksumRefusesPluginButHostStarts(t *testing.T) {

@@ -33,6 +33,8 @@ type host struct {
 	store *orchestratortest.Memory // nil over a real store
 	// app is what start runs on: the app's ids and files.
 	app orchestrator.StartRequest
+	// sockets is the folder the plugins make their Unix sockets in.
+	sockets string
 }
 
 // defaultConfigs are the plugins most tests run; the local sandbox's root
@@ -68,9 +70,13 @@ func launchHostRelaying(t testing.TB, configs []pluginmgr.Config, opts orchestra
 	relay func(workspace.Resolver) workspace.Resolver) *host {
 	t.Helper()
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
+	// Short, unlike t.TempDir's: a Unix socket's path has at most 107 bytes.
+	sockets, err := os.MkdirTemp("", "ahsock-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(sockets) }) // after mgr.Close: cleanups run last-in first-out
 	mgr := pluginmgr.New(configs, pluginmgr.Options{
 		PluginDir: binDir, DataDir: t.TempDir(), Logger: logger,
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, SocketDir: sockets,
 	})
 	opts.Logger = logger
 	orch := orchestrator.New(mgr, runs, events, results, opts)
@@ -86,7 +92,7 @@ func launchHostRelaying(t testing.TB, configs []pluginmgr.Config, opts orchestra
 		orch.Shutdown(ctx)
 		mgr.Close()
 	})
-	return &host{mgr: mgr, orch: orch, app: orchestrator.StartRequest{AppID: "app_test", Files: demoFiles()}}
+	return &host{mgr: mgr, orch: orch, app: orchestrator.StartRequest{AppID: "app_test", Files: demoFiles()}, sockets: sockets}
 }
 
 // demoFiles are the two files of the app runs start on.

@@ -101,10 +101,13 @@ func fileSHA256(path string) (string, error) {
 }
 
 // env builds the plugin's environment: only the variables its config lists,
-// plus the host's data dir and its max_procs. Nothing else of the host's
-// environment leaks.
+// plus the host's data dir, where to make its socket and its max_procs.
+// Nothing else of the host's environment leaks.
 func (m *Manager) env(c Config) []string {
 	out := []string{"AGENTHOST_DATA_DIR=" + m.opts.DataDir}
+	if m.opts.SocketDir != "" {
+		out = append(out, goplugin.EnvUnixSocketDir+"="+m.opts.SocketDir)
+	}
 	if c.MaxProcs > 0 {
 		out = append(out, "GOMAXPROCS="+strconv.Itoa(c.MaxProcs))
 	}
@@ -228,17 +231,41 @@ func (m *Manager) launch(ctx context.Context, inst *instance) error {
 		warnIsolation(m.log, c.Name, info.Capabilities)
 	}
 
+	socket := unixSocket(client)
 	go func() {
 		t := time.NewTicker(exitPoll)
 		defer t.Stop()
 		for range t.C {
 			if client.Exited() {
+				removeSocket(socket)
 				close(exited)
 				return
 			}
 		}
 	}()
 	return nil
+}
+
+// unixSocket is the path of the Unix socket a plugin listens on, or "".
+func unixSocket(client *goplugin.Client) string {
+	rc := client.ReattachConfig()
+	if rc == nil || rc.Addr == nil || rc.Addr.Network() != "unix" {
+		return ""
+	}
+	return rc.Addr.String()
+}
+
+// removeSocket removes the socket file of a plugin that has exited: one
+// that ends normally removes it itself, one that was killed (a crash, or
+// SIGKILL) cannot, and a host whose plugins crash and restart for weeks
+// would otherwise collect their sockets.
+func removeSocket(path string) {
+	if path == "" {
+		return
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		_ = os.Remove(path)
+	}
 }
 
 // pluginCmd is the command that runs a plugin binary: its environment is

@@ -68,6 +68,11 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// StartTimeout bounds one launch (handshake, Info, Configure, Tools).
 	StartTimeout time.Duration
+	// SocketDir is where plugins make their Unix sockets (go-plugin's
+	// PLUGIN_UNIX_SOCKET_DIR); empty means the system's temporary folder.
+	// agenthost serve gives it the host process's own temporary folder
+	// (host/privtmp), so what a crash leaves is removed with that folder.
+	SocketDir string
 }
 
 // CrashEvent tells listeners that a plugin process died.
