@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/agenthost/agenthost/host/privtmp"
 	"github.com/agenthost/agenthost/host/store"
 )
 
@@ -30,6 +31,18 @@ func (serveCmd) Run(g *globals) error {
 		return err
 	}
 	log := g.logger()
+	// A temporary folder of this process's own, for the Unix sockets the
+	// host and its plugins talk over (and any other temporary file): a
+	// crash leaves them there, and the next host to start removes them.
+	// Removed after the plugins have stopped (deferred before h.Close).
+	tmp, err := privtmp.Open(os.TempDir())
+	if err != nil {
+		return err
+	}
+	defer tmp.Close()
+	if err := os.Setenv("TMPDIR", tmp.Path()); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	h, err := hostapp.Start(ctx, cfg, log)

@@ -22,10 +22,7 @@ import (
 // when one is set, else the tokens create command, never a secret of its
 // own making. It stops cleanly on SIGINT.
 func TestServeAnnounces(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "agenthost")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	require.NoError(t, build.Run())
+	bin := buildAgenthost(t)
 
 	for _, tc := range []struct {
 		name, bootstrap string
@@ -100,4 +97,15 @@ func TestServeAnnounces(t *testing.T) {
 			assert.NoError(t, cmd.Wait(), "serve exits 0 on SIGINT")
 		})
 	}
+}
+
+// buildAgenthost builds this command into a fresh folder and returns the
+// binary's path, for tests that run it as a process of its own.
+func buildAgenthost(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "agenthost")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, build.Run())
+	return bin
 }

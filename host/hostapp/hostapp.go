@@ -91,7 +91,9 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	if err != nil {
 		return fail(err)
 	}
-	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log})
+	// The temporary folder is the host process's own under agenthost
+	// serve (host/privtmp): the plugins' sockets go with it.
+	mgr := pluginmgr.New(configs, pluginmgr.Options{PluginDir: cfg.PluginDir, DataDir: cfg.DataDir, Logger: log, SocketDir: os.TempDir()})
 	met := metrics.New()
 	orch := orchestrator.New(mgr, st, st, apply.NewWithLimits(st, cfg.FileLimits()), orchestrator.Options{Limits: cfg.FileLimits(), Logger: log, ToolTimeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
 		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second,

@@ -17,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/sdk/internal/rpcerr"
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/workspace"
+	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -55,8 +56,14 @@ func (d *directServer) serve(key []byte, resolve workspace.Resolver) (string, er
 	// MkdirTemp makes the folder 0700: other users (a backend's per-sandbox
 	// uids among them) cannot reach the socket inside. Its name carries
 	// this process's pid, so that a later plugin can tell it left over.
-	sweepDirectDirs(os.TempDir())
-	dir, err := os.MkdirTemp("", directDirPrefix+strconv.Itoa(os.Getpid())+"-")
+	// It goes where the host asked go-plugin's socket to go: agenthost
+	// serve names a folder of its own, removed with what is in it.
+	base := os.Getenv(goplugin.EnvUnixSocketDir)
+	if base == "" {
+		base = os.TempDir()
+	}
+	sweepDirectDirs(base)
+	dir, err := os.MkdirTemp(base, directDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", err
 	}
