@@ -374,7 +374,7 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 	if !json.Valid(input) {
 		input, _ = json.Marshal(string(call.Input))
 	}
-	if err := o.emit(ctx, ar, core.EventToolStarted, map[string]any{"tool_call_id": call.CallID, "tool": call.Tool, "input": json.RawMessage(input)}); err != nil {
+	if err := o.emitToolStarted(ctx, ar, call.CallID, call.Tool, input); err != nil {
 		return plugin.ToolResult{}, err
 	}
 	res, callErr := o.dispatchTool(ctx, ar, call)
@@ -395,16 +395,15 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 		}
 	}
 	if res.OK {
-		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted}, map[string]any{"tool_call_id": call.CallID, "tool": call.Tool, "output": jsonOrNull(res.Output)}, call.CallID)
+		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted, Payload: toolCompletedPayload(call.CallID, call.Tool, jsonOrNull(res.Output))}, nil, call.CallID)
 	} else {
 		te := res.Error
 		if te == nil {
 			te = &plugin.ToolError{Code: core.CodeToolUnavailable, Message: "tool failed without an error"}
 			res.Error = te
 		}
-		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: te.Diagnostics}, map[string]any{
-			"tool_call_id": call.CallID, "tool": call.Tool, "error_code": te.Code, "error_message": te.Message, "field": te.Field,
-		}, call.CallID)
+		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: te.Diagnostics},
+			toolFailed{ErrorCode: te.Code, ErrorMessage: te.Message, Field: te.Field, Tool: call.Tool, CallID: call.CallID}, call.CallID)
 	}
 	if code, _ := ar.failure(); code == core.CodeToolpackCrashed {
 		// The run is being failed; tell the engine its call broke.

@@ -2,8 +2,12 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,25 +88,68 @@ func TestToolStartedWaitsForItsCall(t *testing.T) {
 	o := &Orchestrator{events: q, log: hclog.NewNullLogger()}
 	ar := newActiveRun(&core.Run{ID: "run_1", AppID: "app_1"}, StartRequest{})
 	ctx := context.Background()
-	call := func(id string) map[string]any { return map[string]any{"tool_call_id": id, "tool": "t"} }
+	call := func(id string) NewEvent {
+		return NewEvent{Type: core.EventToolCompleted, Payload: toolCompletedPayload(id, "t", json.RawMessage("null"))}
+	}
+	start := func(id string) error { return o.emitToolStarted(ctx, ar, id, "t", json.RawMessage("{}")) }
 
-	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, call("c1")))
+	require.NoError(t, start("c1"))
 	assert.Empty(t, q.types(), "held")
-	require.NoError(t, o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted}, call("c1"), "c1"))
+	require.NoError(t, o.emitClosing(ctx, ar, call("c1"), nil, "c1"))
 	assert.Equal(t, []core.EventType{core.EventToolStarted, core.EventToolCompleted}, q.types(), "queued together, in order")
 
-	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, call("c2")))
+	require.NoError(t, start("c2"))
 	require.Eventually(t, func() bool { return len(q.types()) == 3 }, 5*time.Second, time.Millisecond,
 		"a call that outlasts the linger has its start queued alone")
-	require.NoError(t, o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed}, call("c2"), "c2"))
+	require.NoError(t, o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed}, toolFailed{Tool: "t", CallID: "c2"}, "c2"))
 
-	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, call("c3")))
+	require.NoError(t, start("c3"))
 	require.NoError(t, o.emit(ctx, ar, core.EventAssistantDelta, map[string]any{"text": "meanwhile"}))
 	assert.Equal(t, []core.EventType{core.EventToolStarted, core.EventToolCompleted, core.EventToolStarted, core.EventToolFailed,
 		core.EventToolStarted, core.EventAssistantDelta}, q.types(), "anything the run emits next goes after it")
 
-	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, call("c4")))
+	require.NoError(t, start("c4"))
 	require.NoError(t, o.emit(ctx, ar, core.EventRunFailed, map[string]any{"status": "failed"}))
 	got := q.types()
 	assert.Equal(t, []core.EventType{core.EventToolStarted, core.EventRunFailed}, got[len(got)-2:], "the end queues it first")
+}
+
+// discardQueue is an event queue that keeps nothing: benchmarks of the
+// host's own work around events.
+type discardQueue struct{}
+
+func (discardQueue) Append(_ context.Context, _ *core.Run, ev NewEvent) (core.Envelope, error) {
+	return core.Envelope{Event: ev.Type}, nil
+}
+
+func (q discardQueue) Enqueue(ctx context.Context, r *core.Run, ev NewEvent, done func(core.Envelope, error)) error {
+	env, err := q.Append(ctx, r, ev)
+	done(env, err)
+	return nil
+}
+
+// BenchmarkToolCallEvents: the host's own work for a tool call's two
+// events, tool.started then tool.completed, without the log's: their
+// payloads and the open call's bookkeeping. The 64 KiB input is an
+// apply_patch call with a large patch.
+func BenchmarkToolCallEvents(b *testing.B) {
+	for _, size := range []int{100, 64 << 10} {
+		b.Run(fmt.Sprintf("input=%dB", size), func(b *testing.B) {
+			o := &Orchestrator{events: discardQueue{}, log: hclog.NewNullLogger()}
+			ar := newActiveRun(&core.Run{ID: "run_1", AppID: "app_1"}, StartRequest{})
+			ctx := context.Background()
+			input, err := json.Marshal(map[string]string{"path": "src/app.ts", "patch": strings.Repeat("+a line of code\n", size/16)})
+			require.NoError(b, err)
+			output := json.RawMessage(`{"ok":true}`)
+			for i := 0; b.Loop(); i++ {
+				id := "call_" + strconv.Itoa(i)
+				if err := o.emitToolStarted(ctx, ar, id, "t", input); err != nil {
+					b.Fatal(err)
+				}
+				if err := o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted, Payload: toolCompletedPayload(id, "t", output)}, nil, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

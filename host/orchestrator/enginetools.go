@@ -41,7 +41,7 @@ func (o *Orchestrator) onEngineTool(ctx context.Context, ar *activeRun, ev engin
 		if ev.Kind == engine.KindToolFinished {
 			input = nil
 		}
-		if err := o.emit(ctx, ar, core.EventToolStarted, map[string]any{"tool_call_id": ev.CallID, "tool": ev.Tool, "input": jsonOrNull(input)}); err != nil {
+		if err := o.emitToolStarted(ctx, ar, ev.CallID, ev.Tool, jsonOrNull(input)); err != nil {
 			return err
 		}
 	}
@@ -49,8 +49,8 @@ func (o *Orchestrator) onEngineTool(ctx context.Context, ar *activeRun, ev engin
 		return nil
 	}
 	if ev.OK {
-		return o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted},
-			map[string]any{"tool_call_id": ev.CallID, "tool": ev.Tool, "output": jsonOrNull(ev.Output)}, ev.CallID)
+		return o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolCompleted, Payload: toolCompletedPayload(ev.CallID, ev.Tool, jsonOrNull(ev.Output))},
+			nil, ev.CallID)
 	}
 	code := ev.ErrorCode
 	if code == "" {
@@ -60,7 +60,6 @@ func (o *Orchestrator) onEngineTool(ctx context.Context, ar *activeRun, ev engin
 	if json.Valid(ev.Diagnostics) {
 		diag = ev.Diagnostics
 	}
-	return o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: diag}, map[string]any{
-		"tool_call_id": ev.CallID, "tool": ev.Tool, "error_code": code, "error_message": ev.ErrorMessage, "field": "",
-	}, ev.CallID)
+	return o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: diag},
+		toolFailed{ErrorCode: code, ErrorMessage: ev.ErrorMessage, Tool: ev.Tool, CallID: ev.CallID}, ev.CallID)
 }

@@ -360,9 +360,8 @@ func (o *Orchestrator) finish(ar *activeRun, out outcome, ref *sandboxRef) {
 		if code == "" {
 			code = core.CodeToolCancelled
 		}
-		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed}, map[string]any{
-			"tool_call_id": id, "tool": tool, "error_code": code, "error_message": "the run ended while this tool call was in flight",
-		}, id)
+		_ = o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed},
+			toolFailed{ErrorCode: code, ErrorMessage: "the run ended while this tool call was in flight", Tool: tool, CallID: id}, id)
 	}
 	typ, _ := core.TerminalEventFor(out.status)
 	payload := map[string]any{"status": out.status}

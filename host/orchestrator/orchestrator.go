@@ -531,10 +531,32 @@ func (o *Orchestrator) emitWith(ctx context.Context, ar *activeRun, ev NewEvent,
 	return o.emitClosing(ctx, ar, ev, payload, "")
 }
 
+// emitToolStarted appends a tool call's tool.started and opens the call:
+// the run's end closes it with a tool.failed unless its own closing event
+// (emitClosing) comes first.
+// input must be valid JSON (toolStartedPayload).
+func (o *Orchestrator) emitToolStarted(ctx context.Context, ar *activeRun, callID, tool string, input json.RawMessage) error {
+	return o.emitMarked(ctx, ar, NewEvent{Type: core.EventToolStarted, Payload: toolStartedPayload(callID, tool, input)}, nil, callMark{opens: callID, tool: tool})
+}
+
 // emitClosing appends an event; when closesCall is set the event finishes
 // that open tool call, and is skipped if something (the run's end) already
 // finished it: every tool.started gets exactly one closing event.
 func (o *Orchestrator) emitClosing(ctx context.Context, ar *activeRun, ev NewEvent, payload any, closesCall string) error {
+	return o.emitMarked(ctx, ar, ev, payload, callMark{closes: closesCall})
+}
+
+// callMark says which tool call an event opens (with its tool) or closes.
+type callMark struct{ opens, tool, closes string }
+
+// emitMarked appends an event that may open or close a tool call (mark).
+// The call's id and tool come with the event rather than from its payload:
+// reading them back out of tool.started's payload parsed the call's whole
+// input again, on every call.
+func (o *Orchestrator) emitMarked(ctx context.Context, ar *activeRun, ev NewEvent, payload any, mark callMark) error {
+	if ev.Type == core.EventToolStarted && mark.opens == "" {
+		return fmt.Errorf("tool.started must open its call (emitToolStarted)")
+	}
 	if ev.Payload == nil {
 		b, err := json.Marshal(payload)
 		if err != nil {
@@ -547,19 +569,14 @@ func (o *Orchestrator) emitClosing(ctx context.Context, ar *activeRun, ev NewEve
 	if ar.finished {
 		return core.Errf(core.CodeRunFinished, "", "run %s has finished; %s dropped", ar.run.ID, ev.Type)
 	}
-	if closesCall != "" {
-		if _, open := ar.openCalls[closesCall]; !open {
+	if mark.closes != "" {
+		if _, open := ar.openCalls[mark.closes]; !open {
 			return nil
 		}
-		delete(ar.openCalls, closesCall)
+		delete(ar.openCalls, mark.closes)
 	}
-	if ev.Type == core.EventToolStarted {
-		var p struct {
-			ID   string `json:"tool_call_id"`
-			Tool string `json:"tool"`
-		}
-		_ = json.Unmarshal(ev.Payload, &p)
-		ar.openCalls[p.ID] = p.Tool
+	if mark.opens != "" {
+		ar.openCalls[mark.opens] = mark.tool
 	}
 	if ev.Type.Terminal() {
 		ar.finished = true

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -95,7 +96,7 @@ func TestSaveStateWaitsForTheRunsEvents(t *testing.T) {
 	ctx := context.Background()
 
 	require.NoError(t, o.emit(ctx, ar, core.EventAssistantDelta, map[string]any{"text": "Editing."}))
-	require.NoError(t, o.emit(ctx, ar, core.EventToolStarted, map[string]any{"tool_call_id": "c1", "tool": "t"}))
+	require.NoError(t, o.emitToolStarted(ctx, ar, "c1", "t", json.RawMessage("{}")))
 	saved := make(chan error, 1)
 	go func() { saved <- o.SaveState(ctx, "run_1", []byte(`{"turn":1}`)) }()
 
