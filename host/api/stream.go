@@ -1,11 +1,12 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
+	"github.com/agenthost/agenthost/core"
 	"github.com/agenthost/agenthost/host/store"
 	"github.com/gin-gonic/gin"
 )
@@ -74,6 +75,7 @@ func (s *Server) streamRun(c *gin.Context) {
 		return true
 	}
 	readBackoff := time.Duration(0)
+	var frame []byte
 	for {
 		evs, ok := s.deps.Hub.Since(r.ID, after, streamPage)
 		if !ok {
@@ -108,9 +110,14 @@ func (s *Server) streamRun(c *gin.Context) {
 			readBackoff = 0
 		}
 		for _, e := range evs {
-			data, _ := json.Marshal(e)
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Event, data); err != nil {
+			// By hand, not fmt and json.Marshal: every event of every
+			// stream passes here, some with a whole file in their payload.
+			frame = appendSSEFrame(frame[:0], e)
+			if _, err := w.Write(frame); err != nil {
 				return
+			}
+			if cap(frame) > maxKeptFrame {
+				frame = nil // one big event: do not hold its size for the stream's life
 			}
 			after = e.Seq
 			if e.Event.Terminal() {
@@ -134,4 +141,22 @@ func (s *Server) streamRun(c *gin.Context) {
 			}
 		}
 	}
+}
+
+// maxKeptFrame is the largest frame buffer a stream keeps between events.
+const maxKeptFrame = 64 << 10
+
+// appendSSEFrame appends e as one SSE frame: its seq as the id, its type
+// as the event, the envelope as the data. The envelope's JSON is one line
+// (compact JSON escapes every line break inside a string).
+func appendSSEFrame(dst []byte, e core.Envelope) []byte {
+	dst = append(dst, "id: "...)
+	dst = strconv.AppendInt(dst, e.Seq, 10)
+	dst = append(dst, "\nevent: "...)
+	dst = append(dst, e.Event...)
+	dst = append(dst, "\ndata: "...)
+	if b, err := e.AppendJSON(dst); err == nil {
+		dst = b
+	}
+	return append(dst, "\n\n"...)
 }

@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"encoding/json"
+
+	"github.com/agenthost/agenthost/core"
 )
 
 // The payloads of the tool.* events the host emits. tool.started carries
@@ -10,7 +12,7 @@ import (
 // compacts a json.RawMessage it marshals with its scanner, about 8 ns a
 // byte here: 0.5 ms for a 64 KiB input, on top of the checks the host has
 // already made of it. These payloads are built by hand instead, with
-// appendCompactValid, into exactly the bytes json.Marshal of the map
+// core.AppendCompactJSON, into exactly the bytes json.Marshal of the map
 // they replaced gave (keys in name order).
 
 // toolStartedPayload is tool.started's payload. input must be valid JSON:
@@ -30,11 +32,11 @@ func toolCompletedPayload(callID, tool string, output json.RawMessage) json.RawM
 func toolPayload(open string, raw json.RawMessage, tool, callID string) json.RawMessage {
 	b := make([]byte, 0, len(open)+len(raw)+len(tool)+len(callID)+32)
 	b = append(b, open...)
-	b = appendCompactValid(b, raw)
+	b = core.AppendCompactJSON(b, raw)
 	b = append(b, `,"tool":`...)
-	b = appendJSONString(b, tool)
+	b = core.AppendJSONString(b, tool)
 	b = append(b, `,"tool_call_id":`...)
-	b = appendJSONString(b, callID)
+	b = core.AppendJSONString(b, callID)
 	return append(b, '}')
 }
 
@@ -47,58 +49,4 @@ type toolFailed struct {
 	Field        string `json:"field"`
 	Tool         string `json:"tool"`
 	CallID       string `json:"tool_call_id"`
-}
-
-// appendJSONString appends s as json.Marshal writes a string.
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always marshals
-	return append(dst, b...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// compactSpecial marks the bytes appendCompactValid acts on; it copies the
-// rest as they are, a table lookup each.
-var compactSpecial = [256]bool{'"': true, '\\': true, ' ': true, '\t': true, '\n': true, '\r': true, '<': true, '>': true, '&': true, 0xE2: true}
-
-// appendCompactValid appends src, which must be valid JSON, as json.Marshal
-// writes a json.RawMessage: without the whitespace between tokens, and
-// with <, >, & and U+2028, U+2029 escaped (\u003c …) so the result is safe
-// inside HTML. It only tracks whether it is inside a string, so it runs
-// about ten times faster than encoding/json's scanner; it does not check
-// src, and invalid JSON comes out as garbage.
-func appendCompactValid(dst, src []byte) []byte {
-	inString := false
-	start := 0
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		if !compactSpecial[c] {
-			continue
-		}
-		switch c {
-		case '"':
-			inString = !inString
-		case '\\':
-			// Only inside a string: the escaped byte (a quote or a
-			// backslash among them) neither ends the string nor escapes.
-			i++
-		case ' ', '\t', '\n', '\r':
-			if !inString {
-				dst = append(dst, src[start:i]...)
-				start = i + 1
-			}
-		case '<', '>', '&':
-			dst = append(dst, src[start:i]...)
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			start = i + 1
-		case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
-			if i+2 < len(src) && src[i+1] == 0x80 && src[i+2]&^1 == 0xA8 {
-				dst = append(dst, src[start:i]...)
-				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[src[i+2]&0xF])
-				i += 2
-				start = i + 1
-			}
-		}
-	}
-	return append(dst, src[start:]...)
 }
