@@ -371,7 +371,7 @@ func (o *Orchestrator) CallTool(ctx context.Context, runID string, call engine.T
 		call.CallID = core.NewID("call")
 	}
 	input := call.Input
-	if !json.Valid(input) {
+	if !core.ValidJSON(input) {
 		input, _ = json.Marshal(string(call.Input))
 	}
 	if err := o.emitToolStarted(ctx, ar, call.CallID, call.Tool, input); err != nil {
@@ -421,8 +421,10 @@ func (t toolTimeout) Error() string { return fmt.Sprintf("tool call exceeded %s"
 // Is makes a timeout cause match context.DeadlineExceeded.
 func (toolTimeout) Is(target error) bool { return target == context.DeadlineExceeded }
 
+// jsonOrNull is b when it is JSON (a tool's output, an engine's tool
+// input), else null: what goes into an event must be JSON.
 func jsonOrNull(b []byte) json.RawMessage {
-	if len(b) == 0 || !json.Valid(b) {
+	if len(b) == 0 || !core.ValidJSON(b) {
 		return json.RawMessage("null")
 	}
 	return b

@@ -57,7 +57,7 @@ func (o *Orchestrator) onEngineTool(ctx context.Context, ar *activeRun, ev engin
 		code = core.CodeToolUnavailable
 	}
 	var diag json.RawMessage
-	if json.Valid(ev.Diagnostics) {
+	if core.ValidJSON(ev.Diagnostics) {
 		diag = ev.Diagnostics
 	}
 	return o.emitClosing(ctx, ar, NewEvent{Type: core.EventToolFailed, Diagnostics: diag},
