@@ -19,6 +19,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/hostapp"
+	"github.com/agenthost/agenthost/host/privtmp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 )
@@ -36,6 +37,8 @@ func TestMain(m *testing.M) {
 	if pluginBinaries.dir != "" {
 		_ = os.RemoveAll(pluginBinaries.dir)
 	}
+	// The private temporary folders of the hosts the tests killed.
+	privtmp.Sweep(os.TempDir())
 	os.Exit(code)
 }
 

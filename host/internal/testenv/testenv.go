@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agenthost/agenthost/host/privtmp"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the PostgreSQL driver for the admin connection
 	"github.com/stretchr/testify/require"
@@ -200,6 +201,10 @@ func Main(m *testing.M, binDir *string, pkgs ...string) {
 	*binDir = dir
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	// The private temporary folders of the hosts the tests killed (their
+	// sockets in them): a host starting later would sweep them, but a test
+	// run must not leave its dead hosts' files behind.
+	privtmp.Sweep(os.TempDir())
 	os.Exit(code)
 }
 

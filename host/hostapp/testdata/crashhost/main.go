@@ -14,6 +14,7 @@ import (
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/hostapp"
 	"github.com/agenthost/agenthost/host/orchestrator"
+	"github.com/agenthost/agenthost/host/privtmp"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -26,6 +27,18 @@ func main() {
 	cfg := config.Host{DatabaseURL: os.Args[1], DataDir: os.Args[2], PluginDir: os.Args[3], PluginConfigDir: os.Args[4]}
 	ctx := context.Background()
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr})
+	// As agenthost serve does: the plugins' sockets go into a folder of
+	// this process's own, which the test's SIGKILL leaves behind and the
+	// next host (or the test's end) sweeps, instead of loose in /tmp.
+	tmp, err := privtmp.Open(os.TempDir())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.Setenv("TMPDIR", tmp.Path()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	h, err := hostapp.Start(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
