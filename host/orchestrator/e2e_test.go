@@ -154,7 +154,21 @@ func pidOf(t *testing.T, h *host, name string) int {
 // run fails with the kind's code, the plugin is relaunched and the next run
 // succeeds.
 func TestPluginCrashes(t *testing.T) {
+	// The host's own side of its plugin connections (go-plugin's broker,
+	// serving the callback services it offers each plugin) listens on
+	// sockets in its temporary folder: one of the test's own, to count them.
+	hostTmp, err := os.MkdirTemp("", "ahtmp-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(hostTmp) })
+	// The sandboxes' root is made in it too: their uids must get through.
+	require.NoError(t, os.Chmod(hostTmp, 0o711))
+	t.Setenv("TMPDIR", hostTmp)
 	h := newHost(t, defaultConfigs(t), orchestrator.Options{})
+	for _, name := range []string{"mock", "local", "patch"} {
+		h.waitHealthy(t, name)
+	}
+	hostSockets := len(sockets(t, hostTmp))
+	require.NotZero(t, hostSockets, "the host serves its plugins nothing over %s", hostTmp)
 	next := func(t *testing.T) {
 		t.Helper()
 		for _, name := range []string{"mock", "local", "patch"} {
@@ -265,6 +279,11 @@ func TestPluginCrashes(t *testing.T) {
 		require.Equal(t, 3, live)
 		require.Eventually(t, func() bool { return len(sockets(t, h.sockets)) == live }, 10*time.Second, 10*time.Millisecond,
 			"sockets left in %s: %v", h.sockets, sockets(t, h.sockets))
+		// Nor does the host's side of a dead plugin's connection: its
+		// listeners close with it, so the host holds as many as it did
+		// before the first crash, not one more per death.
+		require.Eventually(t, func() bool { return len(sockets(t, hostTmp)) == hostSockets }, 10*time.Second, 10*time.Millisecond,
+			"the host's sockets in %s: %v, %d before the crashes", hostTmp, sockets(t, hostTmp), hostSockets)
 	})
 }
 

@@ -239,6 +239,13 @@ func (m *Manager) launch(ctx context.Context, inst *instance) error {
 			if client.Exited() {
 				removeSocket(socket)
 				close(exited)
+				// The host's side of the dead plugin's connection: its
+				// broker still serves the callback services offered to
+				// it, each on a listener of its own (a goroutine, a file
+				// descriptor and a socket file) until the client is
+				// closed. Kill closes it; the process is gone already, so
+				// it does not wait.
+				client.Kill()
 				return
 			}
 		}
