@@ -3,11 +3,13 @@ package pluginmgr
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/host/internal/noopplugin"
+	"github.com/agenthost/agenthost/sdk/plugintest"
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"github.com/stretchr/testify/require"
@@ -18,7 +20,8 @@ import (
 // once the grace runs out, rather than holding the host's shutdown forever.
 func TestKillFrozenPlugin(t *testing.T) {
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr})
-	cmd := pluginCmd(noopBinary(t), nil, nil)
+	// SIGKILL leaves the plugin's socket: in a folder of the test's own.
+	cmd := pluginCmd(noopBinary(t), nil, []string{plugintest.SocketDirEnv + "=" + plugintest.SocketDir(t, &exec.Cmd{})})
 	client := goplugin.NewClient(clientConfig(cmd, noopplugin.PluginSet(), nil, log, 30*time.Second))
 	t.Cleanup(client.Kill)
 	_, err := client.Client()

@@ -3,12 +3,14 @@ package local
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/sdk/plugin"
+	"github.com/agenthost/agenthost/sdk/plugintest"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/workspace"
 	"github.com/stretchr/testify/assert"
@@ -106,7 +108,9 @@ func TestDirectSocketOutOfCommandsReach(t *testing.T) {
 // remove its socket's folder; the next plugin to serve directly does.
 func TestDirectSocketFolderOfAKilledPluginIsSwept(t *testing.T) {
 	ctx := context.Background()
-	first := launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, nil, nil)
+	// One socket folder for both plugins, as one host gives its plugins.
+	sockets := []string{plugintest.SocketDirEnv + "=" + plugintest.SocketDir(t, &exec.Cmd{})}
+	first := launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, sockets, nil)
 	require.NoError(t, first.EnableDirect(ctx))
 	grant, ok := first.Direct("box", time.Now().Add(time.Minute))
 	require.True(t, ok)
@@ -115,7 +119,7 @@ func TestDirectSocketFolderOfAKilledPluginIsSwept(t *testing.T) {
 	_, err := os.Stat(filepath.Dir(grant.Address))
 	require.NoError(t, err, "a killed plugin leaves its folder")
 
-	second := launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, nil, nil)
+	second := launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, sockets, nil)
 	require.NoError(t, second.EnableDirect(ctx))
 	_, err = os.Stat(filepath.Dir(grant.Address))
 	assert.True(t, os.IsNotExist(err), "the next plugin swept it: %v", err)

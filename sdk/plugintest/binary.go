@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,14 @@ import (
 // configures it with config and returns its client and process (to kill it
 // as a crash would). The plugin is killed when the test ends. For tests
 // that need the real process: crashes, signals, what its children can see.
+// Unless cmd.Env names a PLUGIN_UNIX_SOCKET_DIR, the plugin makes its
+// sockets in a folder of the test's own, removed when the test ends, so
+// that one killed with SIGKILL leaves none behind in the temporary folder.
 func SandboxBinary(t testing.TB, cmd *exec.Cmd, config json.RawMessage) (*sandbox.Client, *os.Process) {
 	t.Helper()
+	if !namesSocketDir(cmd.Env) {
+		cmd.Env = append(cmd.Env, SocketDirEnv+"="+SocketDir(t, cmd))
+	}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
 		VersionedPlugins: sdk.HostPluginSet(),
@@ -48,4 +55,39 @@ func SandboxBinary(t testing.TB, cmd *exec.Cmd, config json.RawMessage) (*sandbo
 		t.Fatalf("configure %s: %v", cmd.Path, err)
 	}
 	return c, cmd.Process
+}
+
+// SocketDirEnv is the variable that tells a go-plugin plugin where to make
+// its Unix sockets.
+const SocketDirEnv = "PLUGIN_UNIX_SOCKET_DIR"
+
+// SocketDir makes a folder for the sockets of the plugin cmd will start,
+// owned by the user cmd runs as, and removes it when the test ends (after
+// the plugins SandboxBinary started in the test are killed). Its path is
+// short, unlike t.TempDir's: a Unix socket's path has at most 107 bytes.
+// Tests that start several plugins which must share the folder pass it to
+// each in cmd.Env.
+func SocketDir(t testing.TB, cmd *exec.Cmd) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "plugintest-sock-")
+	if err != nil {
+		t.Fatalf("make a socket folder: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Credential != nil {
+		cred := cmd.SysProcAttr.Credential
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			t.Fatalf("give the socket folder to uid %d: %v", cred.Uid, err)
+		}
+	}
+	return dir
+}
+
+func namesSocketDir(env []string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, SocketDirEnv+"=") {
+			return true
+		}
+	}
+	return false
 }
