@@ -3,7 +3,6 @@ package pluginmgr
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 func TestKillFrozenPlugin(t *testing.T) {
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr})
 	// SIGKILL leaves the plugin's socket: in a folder of the test's own.
-	cmd := pluginCmd(noopBinary(t), nil, []string{plugintest.SocketDirEnv + "=" + plugintest.SocketDir(t, &exec.Cmd{})})
+	cmd := pluginCmd(noopBinary(t), nil, []string{plugintest.SocketDirEnv + "=" + plugintest.SocketDir(t, nil)})
 	client := goplugin.NewClient(clientConfig(cmd, noopplugin.PluginSet(), nil, log, 30*time.Second))
 	t.Cleanup(client.Kill)
 	_, err := client.Client()

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -109,7 +108,7 @@ func TestDirectSocketOutOfCommandsReach(t *testing.T) {
 func TestDirectSocketFolderOfAKilledPluginIsSwept(t *testing.T) {
 	ctx := context.Background()
 	// One socket folder for both plugins, as one host gives its plugins.
-	sockets := []string{plugintest.SocketDirEnv + "=" + plugintest.SocketDir(t, &exec.Cmd{})}
+	sockets := []string{plugintest.SocketDirEnv + "=" + plugintest.SocketDir(t, nil)}
 	first := launch(t, Config{Root: filepath.Join(reachableDir(t), "sandboxes")}, sockets, nil)
 	require.NoError(t, first.EnableDirect(ctx))
 	grant, ok := first.Direct("box", time.Now().Add(time.Minute))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,7 +28,11 @@ import (
 func SandboxBinary(t testing.TB, cmd *exec.Cmd, config json.RawMessage) (*sandbox.Client, *os.Process) {
 	t.Helper()
 	if !namesSocketDir(cmd.Env) {
-		cmd.Env = append(cmd.Env, SocketDirEnv+"="+SocketDir(t, cmd))
+		var runAs *syscall.Credential
+		if cmd.SysProcAttr != nil {
+			runAs = cmd.SysProcAttr.Credential
+		}
+		cmd.Env = append(cmd.Env, SocketDirEnv+"="+SocketDir(t, runAs))
 	}
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
@@ -61,23 +66,22 @@ func SandboxBinary(t testing.TB, cmd *exec.Cmd, config json.RawMessage) (*sandbo
 // its Unix sockets.
 const SocketDirEnv = "PLUGIN_UNIX_SOCKET_DIR"
 
-// SocketDir makes a folder for the sockets of the plugin cmd will start,
-// owned by the user cmd runs as, and removes it when the test ends (after
-// the plugins SandboxBinary started in the test are killed). Its path is
+// SocketDir makes a folder for a plugin's sockets, owned by runAs's user
+// (nil: the test's own), and removes it when the test ends (after the
+// plugins SandboxBinary started in the test are killed). Its path is
 // short, unlike t.TempDir's: a Unix socket's path has at most 107 bytes.
 // Tests that start several plugins which must share the folder pass it to
-// each in cmd.Env.
-func SocketDir(t testing.TB, cmd *exec.Cmd) string {
+// each in cmd.Env, as SocketDirEnv.
+func SocketDir(t testing.TB, runAs *syscall.Credential) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "plugintest-sock-")
 	if err != nil {
 		t.Fatalf("make a socket folder: %v", err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Credential != nil {
-		cred := cmd.SysProcAttr.Credential
-		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			t.Fatalf("give the socket folder to uid %d: %v", cred.Uid, err)
+	if runAs != nil {
+		if err := os.Chown(dir, int(runAs.Uid), int(runAs.Gid)); err != nil {
+			t.Fatalf("give the socket folder to uid %d: %v", runAs.Uid, err)
 		}
 	}
 	return dir
