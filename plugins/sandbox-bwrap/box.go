@@ -52,7 +52,10 @@ func checkID(id string) error {
 }
 
 var _ sandbox.ChangeTracker = (*Provider)(nil)
-var _ sandbox.ChangeLister = (*Provider)(nil)
+var (
+	_ sandbox.ChangeLister = (*Provider)(nil)
+	_ sandbox.Settler      = (*Provider)(nil)
+)
 
 type box struct {
 	info   sandbox.Info
@@ -388,4 +391,15 @@ func (p *Provider) ExposePort(_ context.Context, id string, port int) (sandbox.E
 		return sandbox.Endpoint{}, plugin.Errorf(plugin.CodeUnsupported, "port", "network policy none: nothing in the sandbox can be reached (use -network=loopback)")
 	}
 	return sandbox.Endpoint{Address: addr, URL: "http://" + addr}, nil
+}
+
+// Settled reports whether the snapshot of sandbox id that returned
+// generation began with nothing running in it (sandbox.Settler; see
+// dirfs.FS.Settled). An unknown sandbox is not settled.
+func (p *Provider) Settled(id, generation string) bool {
+	b, err := p.lookup(id)
+	if err != nil {
+		return false
+	}
+	return b.ws.Settled(generation)
 }

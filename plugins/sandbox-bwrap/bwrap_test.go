@@ -30,7 +30,7 @@ import (
 func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, func(t *testing.T) *sandbox.Client {
 		return bwrapPlugin(t, NetworkLoopback, Config{})
-	}, sandboxtest.Options{LocalProcesses: false, TracksChanges: true, ListsChanges: true})
+	}, sandboxtest.Options{LocalProcesses: false, TracksChanges: true, ListsChanges: true, Settles: true})
 }
 
 func create(t *testing.T, c *sandbox.Client, files ...sandbox.File) (string, workspace.Workspace) {

@@ -65,6 +65,14 @@ func (b brokenProvider) SnapshotSince(ctx context.Context, id string, exclude []
 	})
 }
 
+// Settled vouches for the sandbox even while a process runs in it.
+func (b brokenProvider) Settled(id, generation string) bool {
+	if b.broken == "settles_always" {
+		return true
+	}
+	return b.Provider.Settled(id, generation)
+}
+
 func (b brokenProvider) Workspace(ctx context.Context, id string) (workspace.Workspace, error) {
 	ws, err := b.Provider.Workspace(ctx, id)
 	if err != nil {
@@ -126,6 +134,7 @@ func TestKitCatchesBrokenSandboxes(t *testing.T) {
 		"snapshot_drops":     "--- FAIL: TestKitMetaHelper/snapshot",
 		"escape":             "--- FAIL: TestKitMetaHelper/confinement",
 		"exit_code_lost":     "--- FAIL: TestKitMetaHelper/exec",
+		"settles_always":     "--- FAIL: TestKitMetaHelper/settled_only_when_nothing_runs",
 	}
 	for broken, want := range cases {
 		t.Run(broken, func(t *testing.T) {

@@ -59,6 +59,7 @@ var (
 	_ sandbox.PortExposer   = (*Provider)(nil)
 	_ sandbox.ChangeTracker = (*Provider)(nil)
 	_ sandbox.ChangeLister  = (*Provider)(nil)
+	_ sandbox.Settler       = (*Provider)(nil)
 	_ plugin.Configurer     = (*Provider)(nil)
 	_ plugin.HealthChecker  = (*Provider)(nil)
 )

@@ -45,13 +45,14 @@ func configured(t *testing.T, root string) *Provider {
 }
 
 // TestConformance runs the SDK's kit; as root (CI's case) commands run as
-// sandbox uids, so the root lies where they can reach it.
+// sandbox uids, so the root lies where they can reach it, and a sandbox in
+// which nothing runs is vouched for (at the plugin's own uid, never).
 func TestConformance(t *testing.T) {
 	sandboxtest.Run(t, func(t *testing.T) *sandbox.Client {
 		cfg, err := json.Marshal(Config{Root: filepath.Join(reachableDir(t), "sandboxes")})
 		require.NoError(t, err)
 		return plugintest.Sandbox(t, testProvider(t), cfg)
-	}, sandboxtest.Options{LocalProcesses: true, TracksChanges: true, ListsChanges: true})
+	}, sandboxtest.Options{LocalProcesses: true, TracksChanges: true, ListsChanges: true, Settles: dropping()})
 }
 
 func TestInfo(t *testing.T) {

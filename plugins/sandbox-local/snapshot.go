@@ -38,3 +38,14 @@ func (p *Provider) SnapshotChanges(ctx context.Context, id string, exclude []str
 	}
 	return b.fs.FilesChanged(ctx, since, sandbox.NewExcluder(exclude).Match, emit)
 }
+
+// Settled reports whether the snapshot of sandbox id that returned
+// generation began with nothing running in it (sandbox.Settler; see
+// dirfs.FS.Settled). An unknown sandbox is not settled.
+func (p *Provider) Settled(id, generation string) bool {
+	b, err := p.lookup(id)
+	if err != nil {
+		return false
+	}
+	return b.fs.Settled(generation)
+}

@@ -246,7 +246,11 @@ func (s *server) Snapshot(req *sandboxv1.SnapshotRequest, stream sandboxv1.Sandb
 	if gen == "" && !changesOnly {
 		return nil
 	}
-	return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_End{End: &sandboxv1.SnapshotEnd{Generation: gen, ChangesOnly: changesOnly}}})
+	end := &sandboxv1.SnapshotEnd{Generation: gen, ChangesOnly: changesOnly}
+	if st, ok := s.impl.(Settler); ok && gen != "" {
+		end.Settled = st.Settled(req.GetSandboxId(), gen)
+	}
+	return stream.Send(&sandboxv1.SnapshotChunk{Msg: &sandboxv1.SnapshotChunk_End{End: end}})
 }
 
 // unchangedBatch is how many unchanged files one snapshot message carries

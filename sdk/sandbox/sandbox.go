@@ -141,6 +141,20 @@ type ChangeLister interface {
 	SnapshotChanges(ctx context.Context, id string, exclude []string, since string, emit func(SnapshotEntry) error) (generation string, changesOnly bool, err error)
 }
 
+// Settler is implemented by change-tracking backends that can vouch for a
+// snapshot's sandbox being settled, so that the host need not snapshot again
+// a sandbox it made no call into since (a chat turn that only talked).
+type Settler interface {
+	// Settled reports whether, when the snapshot of sandbox id that
+	// returned generation began, no command was running in it and no
+	// process the backend started for it could still run, so that from
+	// then on only calls into the sandbox (its Workspace service, direct or
+	// through the host) can change its files. It is asked right after that
+	// snapshot, so it must be cheap. It must answer false when in doubt, for
+	// an unknown generation, and for one that is no longer the latest.
+	Settled(id, generation string) bool
+}
+
 // PortExposer is implemented by backends that can expose a port.
 type PortExposer interface {
 	ExposePort(ctx context.Context, id string, port int) (Endpoint, error)

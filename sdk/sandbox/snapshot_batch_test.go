@@ -149,6 +149,9 @@ func onTheWire(t *testing.T, conn *grpc.ClientConn, req *sandboxv1.SnapshotReque
 			if m.End.GetChangesOnly() {
 				end += " changes_only=true"
 			}
+			if m.End.GetSettled() {
+				end += " settled=true"
+			}
 			kinds = append(kinds, end)
 		}
 	}

@@ -113,3 +113,48 @@ func TestSnapshotOfChangesOverTheWire(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, SnapshotResult{Generation: "g2"}, res)
 }
+
+// settler is a lister that vouches for the generations in settled
+// (Settler), and records what it was asked.
+type settler struct {
+	lister
+	settled map[string]bool
+	askedOf []string
+}
+
+func (s *settler) Settled(id, generation string) bool {
+	s.askedOf = append(s.askedOf, id+" "+generation)
+	return s.settled[generation]
+}
+
+// TestSettledOverTheWire: a Settler's word on the generation a snapshot
+// returned reaches the client in the snapshot's end; it is not asked when
+// there is no generation, and a backend that is no Settler never vouches.
+func TestSettledOverTheWire(t *testing.T) {
+	entries := []SnapshotEntry{{File: File{Path: "a.txt", Data: []byte("a")}, Size: 1}}
+	snapshot := func(c *Client, opts SnapshotOptions) SnapshotResult {
+		res, err := c.SnapshotChanges(context.Background(), "sbx", opts, func(SnapshotFile) error { return nil })
+		require.NoError(t, err)
+		return res
+	}
+	s := &settler{lister: lister{scripted: scripted{entries: entries}}, settled: map[string]bool{"g2": true}}
+	conn := serve(t, &server{impl: s})
+	c := &Client{conn: conn, c: sandboxv1.NewSandboxClient(conn)}
+	assert.Equal(t, SnapshotResult{Generation: "g2", Settled: true}, snapshot(c, SnapshotOptions{Since: "g0", ChangesOnly: true}))
+	assert.Equal(t, []string{"sbx g2"}, s.askedOf)
+	kinds := onTheWire(t, conn, &sandboxv1.SnapshotRequest{SandboxId: "sbx", Since: "g0", ChangesOnly: true})
+	assert.Equal(t, "end settled=true", kinds[len(kinds)-1])
+
+	// Changes with no generation kept: nothing to vouch for.
+	assert.Equal(t, SnapshotResult{ChangesOnly: true}, snapshot(c, SnapshotOptions{Since: "g1", ChangesOnly: true}))
+	assert.Len(t, s.askedOf, 2, "not asked without a generation")
+
+	// Not settled: the end says nothing of it.
+	s.settled = nil
+	assert.Equal(t, SnapshotResult{Generation: "g2"}, snapshot(c, SnapshotOptions{Since: "g0", ChangesOnly: true}))
+
+	// No Settler: never settled.
+	conn = serve(t, &server{impl: &lister{scripted: scripted{entries: entries}}})
+	c = &Client{conn: conn, c: sandboxv1.NewSandboxClient(conn)}
+	assert.Equal(t, SnapshotResult{Generation: "g2"}, snapshot(c, SnapshotOptions{Since: "g0", ChangesOnly: true}))
+}

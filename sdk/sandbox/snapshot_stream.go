@@ -74,6 +74,10 @@ type SnapshotResult struct {
 	// When false it was whole (Unchanged entries included, if any), and a
 	// path it did not pass is gone.
 	ChangesOnly bool
+	// Settled says the backend vouched that when the snapshot began
+	// nothing was running in the sandbox (Settler): until a call into it,
+	// the files of Generation are its files.
+	Settled bool
 }
 
 // FileTooLargeError is what a SnapshotFile's Content fails with when the
@@ -191,7 +195,7 @@ func (c *Client) SnapshotChanges(ctx context.Context, id string, opts SnapshotOp
 				}
 			}
 		case *sandboxv1.SnapshotChunk_End:
-			result = SnapshotResult{Generation: m.End.GetGeneration(), ChangesOnly: m.End.GetChangesOnly()}
+			result = SnapshotResult{Generation: m.End.GetGeneration(), ChangesOnly: m.End.GetChangesOnly(), Settled: m.End.GetSettled()}
 		}
 	}
 }

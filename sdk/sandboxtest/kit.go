@@ -45,6 +45,10 @@ type Options struct {
 	// passes only what changed. Without it the kit checks only that such a
 	// snapshot, read as it says it is, holds the right files.
 	ListsChanges bool
+	// Settles: the backend vouches (sandbox.Settler) for a sandbox in
+	// which nothing runs, so the kit checks that it does. Without it the
+	// kit checks only that the backend never vouches while a process runs.
+	Settles bool
 }
 
 // Run checks the backend behind newClient. It calls newClient once and
@@ -68,6 +72,7 @@ func Run(t *testing.T, newClient func(t *testing.T) *sandbox.Client, opts Option
 	t.Run("snapshot since a generation", k.testSnapshotSince)
 	t.Run("snapshot of changes", k.testSnapshotChanges)
 	t.Run("snapshot sees what a background process wrote", k.testSnapshotSeesBackgroundWrites)
+	t.Run("settled only when nothing runs", k.testSettled)
 	t.Run("stop", k.testStop)
 	t.Run("expose port", k.testExposePort)
 	t.Run("services", k.testServices)

@@ -254,6 +254,15 @@ func (f *FS) filesSince(ctx context.Context, since string, changesOnly bool, exc
 	return f.commitPassed(next, began), delta, nil
 }
 
+// Settled reports whether generation gen is the latest record, made by a
+// complete snapshot that began settled: no command was in flight and the
+// backend vouched that none had left a process behind (Quiet). The files
+// can then change only through the FS's own API (sandbox.Settler).
+func (f *FS) Settled(gen string) bool {
+	rec := f.changes.record(gen)
+	return rec != nil && rec.complete && rec.settled
+}
+
 // reader records in r each file a snapshot read whole (its content data,
 // as of fi), or, when it cannot be recorded (written within the stamp's
 // tick, or it changed size while read: what was sent is not what fi

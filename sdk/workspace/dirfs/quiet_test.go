@@ -136,6 +136,7 @@ func quietSnapshotsMatchAWalk(t *testing.T, changesOnly bool) {
 			}
 		}
 		before := f.quietSnapshots.Load()
+		prevGen := gen
 		var delta bool
 		got := takeShot(t, func(emit func(sandbox.SnapshotEntry) error) error {
 			if changesOnly {
@@ -178,9 +179,79 @@ func quietSnapshotsMatchAWalk(t *testing.T, changesOnly bool) {
 			assert.Equal(t, before, f.quietSnapshots.Load(), "step %d: the last record was made while a process lingered: a walk", step)
 		}
 		settled = !lingering.Load()
+		// What the backend vouches for the host (sandbox.Settler): this
+		// snapshot's record, made with nothing lingering; never an older
+		// one.
+		assert.Equal(t, settled, f.Settled(gen), "step %d: settled as the record was made", step)
+		if prevGen != "" {
+			assert.False(t, f.Settled(prevGen), "step %d: an older generation is never settled", step)
+		}
 		lingering.Store(false)
 	}
 	assert.Greater(t, quietWanted, 30, "the quiet path was exercised")
+}
+
+// TestSettledNeedsQuietAndNothingRunning: a snapshot's generation is
+// settled only when the backend can vouch that nothing lingers (Quiet), no
+// command ran while the snapshot began, and the generation is the latest
+// one; a backend without Quiet never vouches.
+func TestSettledNeedsQuietAndNothingRunning(t *testing.T) {
+	ctx := context.Background()
+	snapshot := func(f *FS, since string) string {
+		gen, _, err := f.FilesChanged(ctx, since, nil, func(sandbox.SnapshotEntry) error { return nil })
+		require.NoError(t, err)
+		return gen
+	}
+	newFS := func(exec ExecFunc, opts ...Option) *FS {
+		base := t.TempDir()
+		ws := filepath.Join(base, "ws")
+		require.NoError(t, os.Mkdir(ws, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644))
+		f, err := New(ws, exec, append([]Option{StampDir(base)}, opts...)...)
+		require.NoError(t, err)
+		return f
+	}
+
+	f := newFS(nil)
+	gen := snapshot(f, "")
+	require.NotEmpty(t, gen)
+	assert.False(t, f.Settled(gen), "without Quiet the backend cannot vouch")
+
+	f = newFS(nil, Quiet(func() bool { return true }))
+	first := snapshot(f, "")
+	assert.True(t, f.Settled(first))
+	assert.False(t, f.Settled(""), "no generation")
+	assert.False(t, f.Settled("g-unknown"), "an unknown generation")
+	_, err := f.WriteFile(ctx, "b.txt", []byte("b"), 0o644)
+	require.NoError(t, err)
+	second := snapshot(f, first)
+	assert.True(t, f.Settled(second), "the FS's own write leaves it settled")
+	assert.False(t, f.Settled(first), "only the latest generation")
+
+	// A command in flight as the snapshot begins: not settled, whatever
+	// the backend says of leftovers.
+	started, release := make(chan struct{}), make(chan struct{})
+	f = newFS(func(context.Context, string, string, workspace.ExecRequest) (workspace.ExecResult, error) {
+		close(started)
+		<-release
+		return workspace.ExecResult{}, nil
+	}, Quiet(func() bool { return true }))
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Exec(ctx, workspace.ExecRequest{Argv: []string{"true"}})
+		done <- err
+	}()
+	<-started
+	during := snapshot(f, "")
+	assert.False(t, f.Settled(during), "a command ran as the snapshot began")
+	close(release)
+	require.NoError(t, <-done)
+	after := snapshot(f, during)
+	assert.True(t, f.Settled(after), "the command ended and left nothing")
+
+	// A backend that finds a process left: not settled.
+	f = newFS(nil, Quiet(func() bool { return false }))
+	assert.False(t, f.Settled(snapshot(f, "")))
 }
 
 // BenchmarkQuietSnapshot500: a warm sandbox of 500 files where one file is

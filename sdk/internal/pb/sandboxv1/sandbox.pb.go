@@ -1086,7 +1086,14 @@ type SnapshotEnd struct {
 	// generation, less the removed paths and those sent, are the rest. An
 	// empty generation then still ends a complete snapshot of changes; the
 	// backend just keeps no record to be asked since next time.
-	ChangesOnly   bool `protobuf:"varint,2,opt,name=changes_only,json=changesOnly,proto3" json:"changes_only,omitempty"`
+	ChangesOnly bool `protobuf:"varint,2,opt,name=changes_only,json=changesOnly,proto3" json:"changes_only,omitempty"`
+	// When the snapshot began, no command was running in the sandbox and no
+	// process the backend started for it could still run: from then on only
+	// calls into the sandbox (its Workspace service) can change its files.
+	// A caller that made no such call since may take the files of this
+	// generation as current without asking again. False when in doubt, and
+	// from backends built before this field.
+	Settled       bool `protobuf:"varint,3,opt,name=settled,proto3" json:"settled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1131,6 +1138,13 @@ func (x *SnapshotEnd) GetGeneration() string {
 func (x *SnapshotEnd) GetChangesOnly() bool {
 	if x != nil {
 		return x.ChangesOnly
+	}
+	return false
+}
+
+func (x *SnapshotEnd) GetSettled() bool {
+	if x != nil {
+		return x.Settled
 	}
 	return false
 }
@@ -1263,12 +1277,13 @@ const file_agenthost_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\fRemovedPaths\x12\x14\n" +
 	"\x05paths\x18\x01 \x03(\tR\x05paths\"H\n" +
 	"\x0eUnchangedFiles\x126\n" +
-	"\x05files\x18\x01 \x03(\v2 .agenthost.sandbox.v1.FileHeaderR\x05files\"P\n" +
+	"\x05files\x18\x01 \x03(\v2 .agenthost.sandbox.v1.FileHeaderR\x05files\"j\n" +
 	"\vSnapshotEnd\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\tR\n" +
 	"generation\x12!\n" +
-	"\fchanges_only\x18\x02 \x01(\bR\vchangesOnly\"5\n" +
+	"\fchanges_only\x18\x02 \x01(\bR\vchangesOnly\x12\x18\n" +
+	"\asettled\x18\x03 \x01(\bR\asettled\"5\n" +
 	"\aLeftOut\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason*c\n" +
