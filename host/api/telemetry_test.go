@@ -3,6 +3,7 @@ package api_test
 import (
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -49,4 +50,33 @@ func TestTimingMetricsAndPrometheus(t *testing.T) {
 		assert.Contains(t, text, counted)
 		assert.Contains(t, text, `agenthost_run_phase_seconds_count{engine="mock",phase="first_token"} 1`)
 	})
+}
+
+// TestSnapshotsAreCounted: /metrics counts the snapshots of sandboxes'
+// files by kind: a chat's first turn (an app with no files) takes its new
+// sandbox's whole; its next turn, which only talked, is skipped when the
+// backend vouched that nothing ran in the sandbox (the local one does as
+// root, where each sandbox's commands run as a uid of its own), else asks
+// for what changed.
+func TestSnapshotsAreCounted(t *testing.T) {
+	e := startEnv(t, "sqlite")
+	app := e.createApp(e.tokenA)
+	first := e.mockTurn(app, "", "say hi")
+	e.mockTurn(app, first.chatID, "say hi again")
+	resp, err := http.Get(e.srv.URL + "/metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var counted []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "agenthost_sandbox_snapshots_total{") {
+			counted = append(counted, line)
+		}
+	}
+	second := `agenthost_sandbox_snapshots_total{kind="changes"} 1`
+	if os.Geteuid() == 0 {
+		second = `agenthost_sandbox_snapshots_total{kind="skipped"} 1`
+	}
+	assert.ElementsMatch(t, []string{second, `agenthost_sandbox_snapshots_total{kind="whole"} 1`}, counted)
 }

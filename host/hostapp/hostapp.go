@@ -98,7 +98,7 @@ func Start(ctx context.Context, cfg config.Host, log hclog.Logger) (*Host, error
 	orch := orchestrator.New(mgr, st, st, apply.NewWithLimits(st, cfg.FileLimits()), orchestrator.Options{Limits: cfg.FileLimits(), Logger: log, ToolTimeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
 		SandboxReuse: cfg.SandboxReuse == nil || *cfg.SandboxReuse, SandboxTTL: time.Duration(cfg.SandboxTTLS) * time.Second,
 		WarmServersMax: warmServersMax(cfg.WarmServersMax), WarmServersMemory: warmServersMemory(cfg.WarmServersMemoryMB),
-		OnWarmServerEvicted: met.ObserveWarmServerEvicted, AssistantTurn: api.AssistantTurn, OnFinished: func(_ context.Context, run *core.Run) {
+		OnWarmServerEvicted: met.ObserveWarmServerEvicted, OnSnapshot: met.ObserveSnapshot, AssistantTurn: api.AssistantTurn, OnFinished: func(_ context.Context, run *core.Run) {
 			met.ObserveRun(run)
 		}})
 	met.WatchWarmPool(orch.WarmStats)

@@ -26,6 +26,8 @@ type Metrics struct {
 	commands  *prometheus.CounterVec
 	// warmEvicted counts idle agent servers stopped for the cap.
 	warmEvicted prometheus.Counter
+	// snapshots counts snapshots of sandboxes' files by kind.
+	snapshots *prometheus.CounterVec
 }
 
 // New registers the collectors.
@@ -62,8 +64,12 @@ func New() *Metrics {
 			Name: "agenthost_warm_agent_servers_evicted_total",
 			Help: "Idle chat sandboxes holding an agent server that were stopped because the host keeps no more warm (AGENTHOST_WARM_SERVERS_MAX, AGENTHOST_WARM_SERVERS_MEMORY_MB).",
 		}),
+		snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agenthost_sandbox_snapshots_total",
+			Help: "Snapshots of sandboxes' files, by kind: skipped (nothing touched the sandbox since a settled snapshot, the backend was not asked), changes (only what changed was passed), whole.",
+		}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.phase, m.runs, m.tokens, m.takeovers, m.leaseLost, m.commands, m.warmEvicted, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.phase, m.runs, m.tokens, m.takeovers, m.leaseLost, m.commands, m.warmEvicted, m.snapshots, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -80,6 +86,9 @@ func (m *Metrics) ObserveCommandServed(kind string, status int) {
 
 // ObserveWarmServerEvicted counts an idle agent server stopped for the cap.
 func (m *Metrics) ObserveWarmServerEvicted() { m.warmEvicted.Inc() }
+
+// ObserveSnapshot counts a snapshot of a sandbox's files by kind.
+func (m *Metrics) ObserveSnapshot(kind string) { m.snapshots.WithLabelValues(kind).Inc() }
 
 // WatchWarmPool shows the kept chat sandboxes and, of the idle ones, those
 // holding an agent server and their memory, as gauges read from stats at

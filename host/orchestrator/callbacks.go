@@ -30,10 +30,7 @@ func (o *Orchestrator) lend(runID string, ref *sandboxRef) string {
 	if c, ok := ref.client.(interface {
 		Workspace(id string) workspace.Workspace
 	}); ok {
-		ws = c.Workspace(ref.id)
-		if svc, ok := ws.(workspace.Services); ok {
-			ws = &serviceWatch{Workspace: ws, Services: svc, ref: ref}
-		}
+		ws = ref.track(c.Workspace(ref.id))
 	}
 	o.mu.Lock()
 	o.leases[id] = lease{runID: runID, ref: ref, ws: ws}
@@ -41,34 +38,25 @@ func (o *Orchestrator) lend(runID string, ref *sandboxRef) string {
 	return id
 }
 
-// serviceWatch is a lent workspace that notes the services started in the
-// sandbox, so the warm pool can ask how much memory they hold.
-type serviceWatch struct {
-	workspace.Workspace
-	workspace.Services
-	ref *sandboxRef
-}
-
-// StartService starts the service and notes its name on the sandbox.
-func (w *serviceWatch) StartService(ctx context.Context, spec workspace.ServiceSpec) (workspace.ServiceInfo, error) {
-	info, err := w.Services.StartService(ctx, spec)
-	if err == nil {
-		w.ref.noteService(spec.Name)
-	}
-	return info, err
-}
-
 // direct grants the sandbox's workspace, served by its plugin itself,
-// until ctx's deadline (a tool call's), when the plugin serves it so.
-func (r *sandboxRef) direct(ctx context.Context) (workspace.Direct, bool) {
+// until ctx's deadline (a tool call's), when the plugin serves it so. The
+// grant counts as a call into the sandbox until done is called, when the
+// tool call returns (see untouched.go).
+func (r *sandboxRef) direct(ctx context.Context) (grant workspace.Direct, done func(), ok bool) {
 	d, ok := r.client.(interface {
 		Direct(id string, until time.Time) (workspace.Direct, bool)
 	})
 	deadline, limited := ctx.Deadline()
 	if !ok || !limited {
-		return workspace.Direct{}, false
+		return workspace.Direct{}, nil, false
 	}
-	return d.Direct(r.id, deadline)
+	done = r.calls.begin()
+	grant, ok = d.Direct(r.id, deadline)
+	if !ok {
+		done()
+		return workspace.Direct{}, nil, false
+	}
+	return grant, done, true
 }
 
 func (o *Orchestrator) revoke(id string) {
@@ -514,8 +502,9 @@ func (o *Orchestrator) dispatchTool(ctx context.Context, ar *activeRun, call eng
 	defer o.revoke(wsID)
 	tc := toolpack.Call{RunID: ar.run.ID, CallID: call.CallID, Tool: call.Tool, Input: call.Input}
 	var res plugin.ToolResult
-	if direct, ok := ref.direct(ctx); ok {
+	if direct, done, ok := ref.direct(ctx); ok {
 		res, err = client.CallDirect(ctx, tc, wsID, direct)
+		done()
 	} else {
 		res, err = client.Call(ctx, tc, wsID)
 	}

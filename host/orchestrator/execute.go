@@ -291,6 +291,12 @@ type sandboxRef struct {
 	known *sandboxFiles
 	// services are the names of the services engines started in it.
 	services []string
+
+	// calls counts the calls into the sandbox that may change its files;
+	// settled, when set, says its last snapshot vouched for its files
+	// until the next such call (see untouched.go).
+	calls   callCounter
+	settled *settledMark
 }
 
 // noteService records a service started in the sandbox.
@@ -493,7 +499,7 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 		if err != nil {
 			return lost("reading the app's files failed", err)
 		}
-		n, err := refreshFiles(ctx, sbClient.Workspace(w.ref.id), files)
+		n, err := refreshFiles(ctx, w.ref.track(sbClient.Workspace(w.ref.id)), files)
 		if err != nil {
 			return lost("refresh failed", err)
 		}
@@ -507,7 +513,12 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 		ar.mu.Unlock()
 		o.warnKeptOut(ctx, ar, w.keptOut)
 	}
-	w.ref.client = sbClient // the plugin may have been relaunched since
+	if w.ref.client != sbClient {
+		// The plugin was relaunched since: what its last snapshot
+		// vouched for is not taken on trust.
+		w.ref.forgetSettled()
+		w.ref.client = sbClient
+	}
 	ar.mu.Lock()
 	ar.ref, ar.warmKey, ar.warm = w.ref, key, w
 	ar.mu.Unlock()

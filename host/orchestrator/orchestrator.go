@@ -51,6 +51,9 @@ type Options struct {
 	// kept. OnWarmServerEvicted, when set, counts each one stopped.
 	WarmServersMax      int
 	OnWarmServerEvicted func()
+	// OnSnapshot, when set, counts each snapshot of a sandbox's files by
+	// kind (SnapshotSkipped, SnapshotChanges, SnapshotWhole).
+	OnSnapshot func(kind string)
 	// WarmServersMemory is the most memory, in bytes, the services of idle
 	// kept sandboxes holding an agent server may hold together, as their
 	// backend reports it; past it the least recently used are stopped.

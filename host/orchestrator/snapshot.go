@@ -100,6 +100,10 @@ func (r *sandboxRef) setKnown(k *sandboxFiles) {
 // unchanged since the last snapshot the host stored take their digests
 // from the host's record.
 func (o *Orchestrator) streamSnapshot(ctx context.Context, ref *sandboxRef) ([]snapshotFile, error) {
+	if files, ok := ref.untouched(); ok {
+		o.countSnapshot(SnapshotSkipped)
+		return files, nil
+	}
 	known := ref.knownFiles()
 	files, err := o.snapshotSince(ctx, ref, known)
 	if known != nil && errors.Is(err, errUnknownDigest) {
@@ -118,6 +122,9 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 	}
 	var files []snapshotFile
 	var removed []string
+	// Read before asking: a call counted after this may not be in the
+	// snapshot, so it must keep the next one from being skipped.
+	calls := ref.calls.n.Load()
 	res, err := ref.client.SnapshotChanges(ctx, ref.id, opts, func(f sandbox.SnapshotFile) error {
 		switch {
 		case f.Removed:
@@ -154,13 +161,17 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 		return nil
 	})
 	if err != nil {
+		ref.forgetSettled()
 		return nil, err
 	}
+	kind := SnapshotWhole
 	if res.ChangesOnly {
 		if known == nil {
+			ref.forgetSettled()
 			return nil, fmt.Errorf("%w (a snapshot of changes, asked for none)", errUnknownDigest)
 		}
 		files = withHeld(files, removed, known)
+		kind = SnapshotChanges
 	}
 	// A later snapshot is asked since this one only if the backend named
 	// it; the record of an older generation is of no use any more.
@@ -169,6 +180,8 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 	} else {
 		ref.setKnown(heldFiles(res.Generation, files))
 	}
+	ref.markSettled(calls, res, files)
+	o.countSnapshot(kind)
 	return files, nil
 }
 
