@@ -489,6 +489,10 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 	// this one if that process still runs: asking would cost a round trip
 	// to the plugin on every turn of a chat.
 	if !w.stable || w.heldBy != sbH.Generation || exited(sbH) {
+		// Nor is what its last snapshot vouched for taken on trust: the
+		// plugin was relaunched, or its sandboxes live where others may
+		// reach them.
+		w.ref.forgetSettled()
 		info, err := sbClient.Get(ctx, w.ref.id)
 		if err != nil || info.Status != sandbox.StatusRunning {
 			return lost("not running", err)
@@ -513,12 +517,7 @@ func (o *Orchestrator) reuseWarm(ctx context.Context, ar *activeRun, key string,
 		ar.mu.Unlock()
 		o.warnKeptOut(ctx, ar, w.keptOut)
 	}
-	if w.ref.client != sbClient {
-		// The plugin was relaunched since: what its last snapshot
-		// vouched for is not taken on trust.
-		w.ref.forgetSettled()
-		w.ref.client = sbClient
-	}
+	w.ref.client = sbClient // the plugin may have been relaunched since
 	ar.mu.Lock()
 	ar.ref, ar.warmKey, ar.warm = w.ref, key, w
 	ar.mu.Unlock()

@@ -26,7 +26,10 @@ import (
 //     snapshot counts too. A direct grant (a toolpack reaching the sandbox's
 //     plugin without the host) counts as one call, from the grant to the
 //     return of the tool call it was made for;
-//   - the plugin was not relaunched since (the ref's client is the same).
+//   - the plugin was not relaunched since, and its sandboxes are ones only
+//     its own process removes (plugin.CapabilityStableSandboxes: a warm
+//     sandbox of another backend is checked, and its mark dropped, before
+//     each reuse).
 //
 // A direct grant is valid until the tool call's deadline, and the host
 // cannot revoke it earlier: a toolpack that kept writing through it after

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,7 +57,8 @@ func (c chainedResults) ApplyResult(ctx context.Context, run *core.Run, res orch
 // and gets the same files; a turn whose command wrote is snapshotted; and
 // a process a command left behind keeps every later turn asking, so that
 // what it writes after the turns that started it (here once the test
-// lets it) is in the next result.
+// lets it) is in the next result. After the plugin is relaunched, the
+// next turn asks again.
 func TestUntouchedSandboxIsNotSnapshottedAgain(t *testing.T) {
 	root := testenv.LocalSandboxRoot(t)
 	configs := defaultConfigs(t)
@@ -116,4 +118,13 @@ func TestUntouchedSandboxIsNotSnapshottedAgain(t *testing.T) {
 		return !vouches || counts.skipped() > before
 	}, 20*time.Second, time.Millisecond, "the sandbox never settled after its last process ended")
 	assert.NotZero(t, counts.of(orchestrator.SnapshotChanges), "the other turns asked for changes")
+
+	// The plugin relaunched: what its last process vouched for is not
+	// taken on trust; the next snapshot asks the new one.
+	held := pidOf(t, h, "local")
+	require.NoError(t, syscall.Kill(held, syscall.SIGKILL))
+	h.waitRelaunched(t, "local", held)
+	again := turn("say after the relaunch", files, false)
+	assert.Equal(t, first.SandboxID, again.SandboxID, "the sandbox outlived its plugin")
+	turn("say settled again", files, true)
 }
