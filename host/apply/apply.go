@@ -45,13 +45,22 @@ type Store interface {
 }
 
 // maxAttempts bounds retries when the draft head moves between reading it
-// and moving it: each retry merges against the newer head.
-const maxAttempts = 5
+// and moving it: each retry merges against the newer head. A refused move
+// means another one landed, so retrying cannot spin without progress; the
+// bound is only for a head that other hosts keep moving without pause. On
+// one host, results of the same app are applied one at a time (appLocks),
+// and do not refuse each other.
+const maxAttempts = 50
 
 // Applier is the orchestrator's ResultSink.
 type Applier struct {
 	st     Store
 	limits core.FileLimits
+	// apps serialises the results of each app this host applies: applied
+	// at once, all but one would find the head moved, merge, and try again
+	// (twenty runs of one app finishing together failed some with the head
+	// "kept moving").
+	apps appLocks
 }
 
 var (
@@ -129,6 +138,11 @@ func (a *Applier) ApplyResult(ctx context.Context, run *core.Run, res orchestrat
 	if changes.Empty() {
 		return outcome(Result{Kind: KindUnchanged, LeftOut: res.LeftOut}, nil, nil), nil
 	}
+	unlock, err := a.apps.lock(ctx, run.AppID)
+	if err != nil {
+		return orchestrator.ApplyOutcome{}, err
+	}
+	defer unlock()
 	message := summary(run.Prompt)
 	runRevID := ""
 	for range maxAttempts {
