@@ -131,8 +131,18 @@ SOAK_DURATION ?= 2m
 soak:
 	$(GO) test ./host/soak/ -run Soak -count=1 -timeout $(SOAK_DURATION)10m -v -args -soak.duration=$(SOAK_DURATION)
 
+# The generators at the versions that wrote sdk/internal/pb (see the
+# headers there), installed into tools/bin from the Go module proxy;
+# protoc itself comes from the system (apt-get install protobuf-compiler).
+PROTOC_GEN_GO_VERSION := v1.36.10
+PROTOC_GEN_GO_GRPC_VERSION := v1.5.1
+PROTO_TOOLS := $(CURDIR)/tools/bin
+
 proto:
+	GOBIN=$(PROTO_TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOBIN=$(PROTO_TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	protoc -I $(PROTO_DIR) \
+	  --plugin=protoc-gen-go=$(PROTO_TOOLS)/protoc-gen-go --plugin=protoc-gen-go-grpc=$(PROTO_TOOLS)/protoc-gen-go-grpc \
 	  --go_out=. --go_opt=module=github.com/agenthost/agenthost \
 	  --go-grpc_out=. --go-grpc_opt=module=github.com/agenthost/agenthost \
 	  $$(find $(PROTO_DIR) -name '*.proto')
