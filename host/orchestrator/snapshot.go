@@ -124,7 +124,7 @@ func (o *Orchestrator) snapshotSince(ctx context.Context, ref *sandboxRef, known
 	var removed []string
 	// Read before asking: a call counted after this may not be in the
 	// snapshot, so it must keep the next one from being skipped.
-	calls := ref.calls.n.Load()
+	calls := ref.calls.now()
 	res, err := ref.client.SnapshotChanges(ctx, ref.id, opts, func(f sandbox.SnapshotFile) error {
 		switch {
 		case f.Removed:

@@ -53,6 +53,9 @@ type settledMark struct {
 // callCounter counts a sandbox's calls that may change its files.
 type callCounter struct{ n atomic.Uint64 }
 
+// now is the count so far.
+func (c *callCounter) now() uint64 { return c.n.Load() }
+
 // begin counts a call starting, and returns the func that counts its end.
 func (c *callCounter) begin() func() {
 	c.n.Add(1)
@@ -109,7 +112,7 @@ func (r *sandboxRef) untouched() ([]snapshotFile, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m, k := r.settled, r.known
-	if m == nil || k == nil || k.gen != m.gen || r.calls.n.Load() != m.calls {
+	if m == nil || k == nil || k.gen != m.gen || r.calls.now() != m.calls {
 		return nil, false
 	}
 	return withHeld(slices.Clone(m.leftOut), nil, k), true

@@ -51,10 +51,10 @@ func checkID(id string) error {
 	return nil
 }
 
-var _ sandbox.ChangeTracker = (*Provider)(nil)
 var (
-	_ sandbox.ChangeLister = (*Provider)(nil)
-	_ sandbox.Settler      = (*Provider)(nil)
+	_ sandbox.ChangeTracker = (*Provider)(nil)
+	_ sandbox.ChangeLister  = (*Provider)(nil)
+	_ sandbox.Settler       = (*Provider)(nil)
 )
 
 type box struct {

@@ -183,19 +183,22 @@ func (k *kit) testSnapshotSeesBackgroundWrites(t *testing.T) {
 		"(sleep 0.5; echo up > up.part; mv up.part up; while [ ! -f go ]; do sleep 0.05; done; echo late > late.txt; echo done > done.part; mv done.part done) >/dev/null 2>&1 &"}})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
-	stat := func(p string) func() bool {
-		return func() bool { _, err := ws.Stat(ctx, p); return err == nil }
-	}
-	if !within(3*time.Second, stat("up")) {
+	if !within(3*time.Second, exists(ws, "up")) {
 		t.Skip("background processes do not outlive their command on this backend")
 	}
 	before := k.snapSince(t, id, gen)
 	before.holds(t, map[string]string{"a.txt": "alpha\n", "up": "up\n"}, "taken while the background process waits")
 	_, err = ws.WriteFile(ctx, "go", nil, 0)
 	require.NoError(t, err)
-	require.Eventually(t, stat("done"), promptly, 20*time.Millisecond, "the background process never finished")
+	require.Eventually(t, exists(ws, "done"), promptly, 20*time.Millisecond, "the background process never finished")
 	after := k.snapSince(t, id, before.gen)
 	after.holds(t, map[string]string{"a.txt": "alpha\n", "up": "up\n", "go": "", "late.txt": "late\n", "done": "done\n"}, "taken after it wrote")
+}
+
+// exists is a condition for within and require.Eventually: the workspace
+// holds path p.
+func exists(ws workspace.Workspace, p string) func() bool {
+	return func() bool { _, err := ws.Stat(context.Background(), p); return err == nil }
 }
 
 // within polls cond until it holds or d has passed, and says which.

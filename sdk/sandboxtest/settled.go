@@ -53,10 +53,7 @@ func (k *kit) testSettled(t *testing.T) {
 		"(sleep 0.3; echo up > up.part; mv up.part up; while [ ! -f go ]; do sleep 0.05; done; echo late > late.txt) >/dev/null 2>&1 &"}})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode, string(res.Stderr))
-	stat := func(p string) func() bool {
-		return func() bool { _, err := ws.Stat(ctx, p); return err == nil }
-	}
-	outlived := within(3*time.Second, stat("up"))
+	outlived := within(3*time.Second, exists(ws, "up"))
 	if outlived {
 		// It outlived its command, and cannot end before "go" is written:
 		// no snapshot may vouch for the sandbox now.
