@@ -108,14 +108,18 @@ cross:
 # the same run (host/internal/benchratio: medians over the runs). BENCH
 # narrows the benchmarks (a go test -bench pattern), BENCHPKGS the packages;
 # the table is printed even when a benchmark failed, and the failure is
-# still the exit status.
+# still the exit status. -p 1 runs one package's benchmarks at a time:
+# go test otherwise runs packages' test binaries side by side (and links
+# the next ones meanwhile), so on a 2-core machine one package's benchmark
+# shared the cores with another's and every figure was off (a tool call
+# measured 1.74 ms beside the others, 1.11 ms alone).
 BENCHCOUNT ?= 6
 BENCH ?= .
 BENCHPKGS ?= ./...
 
 bench: build
 	@set -o pipefail; \
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) -timeout 30m $(BENCHPKGS) | tee bench.txt; status=$$?; \
+	$(GO) test -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCHCOUNT) -timeout 30m $(BENCHPKGS) | tee bench.txt; status=$$?; \
 	echo; $(GO) run ./host/internal/benchratio bench.txt || status=$$?; exit $$status
 
 # The soak test (host/soak): a real host per database dialect, side by
