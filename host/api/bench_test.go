@@ -55,10 +55,10 @@ func BenchmarkCreateRun(b *testing.B) {
 // BenchmarkEventDelivery: the engine stamps each delta with its emit time;
 // an SSE client per run measures emit → read, with `runs` runs streaming at
 // once (100 events/s each). One round goes untimed first, so that what is
-// measured is a host that has run as many at once before: a fresh host's
-// first burst also opens its database connections (on PostgreSQL, 30 at
-// once cost up to half a second each here) and its warm sandboxes, and a
-// 1 s benchmark is one round.
+// measured is a host that has run as many at once before. A fresh host's
+// first burst also opens its database connections (on PostgreSQL, 20
+// opened at once took up to 460 ms each here) and starts its sandboxes,
+// and at 1 s this benchmark is one round: that round was what it measured.
 func BenchmarkEventDelivery(b *testing.B) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		for _, runs := range []int{1, 50} {
