@@ -3,11 +3,11 @@ package api_test
 import (
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -75,7 +75,7 @@ func TestSnapshotsAreCounted(t *testing.T) {
 		}
 	}
 	second := `agenthost_sandbox_snapshots_total{kind="changes"} 1`
-	if os.Geteuid() == 0 {
+	if testenv.AsRoot(t) {
 		second = `agenthost_sandbox_snapshots_total{kind="skipped"} 1`
 	}
 	assert.ElementsMatch(t, []string{second, `agenthost_sandbox_snapshots_total{kind="whole"} 1`}, counted)

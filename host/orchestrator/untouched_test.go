@@ -72,7 +72,7 @@ func TestUntouchedSandboxIsNotSnapshottedAgain(t *testing.T) {
 	// As root the local backend runs each sandbox's commands as a uid of
 	// its own and can vouch that none is left; at its own uid it never
 	// does, and nothing is skipped.
-	vouches := os.Geteuid() == 0
+	vouches := testenv.AsRoot(t)
 	base := "r1"
 	next := func(prompt string) *core.Run {
 		t.Helper()

@@ -238,3 +238,22 @@ func OpenCodeBinary(t testing.TB) string {
 	}
 	return bin
 }
+
+// RequireRootEnv, set to 1 (.ci/run sets it), makes AsRoot fail a test
+// that does not run as root.
+const RequireRootEnv = "AGENTHOST_REQUIRE_ROOT"
+
+// AsRoot reports whether the test runs as root, for a test that checks
+// something else as root (the local sandbox then isolates sandboxes by
+// uid and vouches for them). With RequireRootEnv=1 it fails the test
+// instead of answering false, so that CI never passes over the root branch.
+func AsRoot(t testing.TB) bool {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return true
+	}
+	if os.Getenv(RequireRootEnv) == "1" {
+		t.Fatalf("%s=1 but the tests do not run as root: the checks made as root cannot run", RequireRootEnv)
+	}
+	return false
+}
