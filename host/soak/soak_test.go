@@ -134,6 +134,19 @@ type dialectRun struct {
 	samples  []sample
 	warm     int // index of the first sample after warm-up
 	warnings int
+	// failures are what failed the dialect, in a line each: the summary
+	// repeats them last, so that the tail of a CI log (often all that is
+	// kept) says what failed, not only which dialect.
+	failures []string
+}
+
+// failf fails t and keeps the message's first line for the summary.
+func (r *dialectRun) failf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	t.Error(msg)
+	first, _, _ := strings.Cut(msg, "\n")
+	r.failures = append(r.failures, first)
 }
 
 // TestSoak keeps a real host per dialect busy for -soak.duration with 20
@@ -290,15 +303,15 @@ func soak(t *testing.T, dialect string, d time.Duration, steps *lockstep) *diale
 	leave()
 
 	if firstErr != nil {
-		t.Errorf("%s: %v", dialect, firstErr)
+		r.failf(t, "%s: %v", dialect, firstErr)
 	}
-	checkPlugins(t, h)
+	r.checkPlugins(t, h)
 	if err := h.stop(); err != nil {
-		t.Errorf("%s: %v", dialect, err)
+		r.failf(t, "%s: %v", dialect, err)
 	}
 	r.warnings = h.log.warnings()
 	if n, lines := h.log.errors(); n > 0 {
-		t.Errorf("%s: the host logged %d ERROR lines, the first ones:\n%s", dialect, n, strings.Join(lines, "\n"))
+		r.failf(t, "%s: the host logged %d ERROR lines; the first: %s\n%s", dialect, n, lines[0], strings.Join(lines, "\n"))
 	}
 	if t.Failed() {
 		t.Logf("%s host's last log lines:\n%s", dialect, h.log.tail())
@@ -310,7 +323,7 @@ func soak(t *testing.T, dialect string, d time.Duration, steps *lockstep) *diale
 
 // checkPlugins asks the host whether every plugin is healthy and was never
 // restarted (a plugin that crashed and came back is an error too).
-func checkPlugins(t *testing.T, h *hostProc) {
+func (r *dialectRun) checkPlugins(t *testing.T, h *hostProc) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var ready struct {
@@ -321,12 +334,12 @@ func checkPlugins(t *testing.T, h *hostProc) {
 		} `json:"plugins"`
 	}
 	if _, err := h.call(ctx, "GET", "/readyz", nil, &ready); err != nil {
-		t.Errorf("readyz at the end: %v", err)
+		r.failf(t, "%s: readyz at the end: %v", r.dialect, err)
 		return
 	}
 	for _, p := range ready.Plugins {
 		if p.State != "healthy" || p.Restarts != 0 {
-			t.Errorf("plugin %s is %s after %d restarts", p.Name, p.State, p.Restarts)
+			r.failf(t, "%s: plugin %s is %s after %d restarts", r.dialect, p.Name, p.State, p.Restarts)
 		}
 	}
 }
@@ -421,13 +434,13 @@ func rssName(base, end []sample) string {
 // tolerance away from its baseline.
 func (r *dialectRun) checkStable(t *testing.T) {
 	if len(r.samples)-r.warm < 2 {
-		t.Errorf("%s: only %d samples after warm-up (a fifth of the duration, and %d turns at least): the duration is too short to compare",
+		r.failf(t, "%s: only %d samples after warm-up (a fifth of the duration, and %d turns at least): the duration is too short to compare",
 			r.dialect, len(r.samples)-r.warm, warmupTurns)
 		return
 	}
 	for _, f := range r.figures() {
 		if f.checked && !f.ok() {
-			t.Errorf("%s: %s %s went from %s after warm-up to %s at the end (%+.1f%%, more than %.0f%%)",
+			r.failf(t, "%s: %s %s went from %s after warm-up to %s at the end (%+.1f%%, more than %.0f%%)",
 				r.dialect, f.process, f.name, f.unit(f.base), f.unit(f.end), 100*f.change(), 100*tolerance)
 		}
 	}
@@ -460,7 +473,7 @@ func (s sample) line() string {
 }
 
 // summary is the table printed at the end: per dialect the turns done and
-// their rate, then every figure's baseline and end.
+// their rate, then every figure's baseline and end, then what failed.
 func summary(runs []*dialectRun) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -488,5 +501,10 @@ func summary(runs []*dialectRun) string {
 		}
 	}
 	_ = tw.Flush()
+	for _, r := range runs {
+		for _, f := range r.failures {
+			fmt.Fprintf(&b, "FAILED: %s\n", f)
+		}
+	}
 	return b.String()
 }
