@@ -18,7 +18,6 @@ import (
 	"github.com/agenthost/agenthost/host/config"
 	"github.com/agenthost/agenthost/host/hostapp"
 	"github.com/agenthost/agenthost/host/internal/testenv"
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -84,14 +83,7 @@ func startEnvIn(t testing.TB, dialect, configDir string, mods ...func(*config.Ho
 	}
 	t.Setenv("AGENTHOST_BOOTSTRAP_TOKEN", "token-a")
 	ctx := context.Background()
-	// Warnings help a failing test; a benchmark's would land between its
-	// name and its figures (go test passes stderr through on stdout), and
-	// benchstat would read none of them.
-	level := hclog.Warn
-	if _, bench := t.(*testing.B); bench {
-		level = hclog.Error
-	}
-	h, err := hostapp.Start(ctx, cfg, hclog.New(&hclog.LoggerOptions{Level: level, Output: os.Stderr}))
+	h, err := hostapp.Start(ctx, cfg, testenv.Logger(t))
 	require.NoError(t, err)
 	srv := httptest.NewServer(h.Handler)
 	checkAgainstSpec(t, srv)

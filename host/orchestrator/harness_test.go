@@ -16,7 +16,6 @@ import (
 	"github.com/agenthost/agenthost/sdk/plugin"
 	"github.com/agenthost/agenthost/sdk/sandbox"
 	"github.com/agenthost/agenthost/sdk/workspace"
-	"github.com/hashicorp/go-hclog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -69,15 +68,7 @@ func launchHost(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Opti
 func launchHostRelaying(t testing.TB, configs []pluginmgr.Config, opts orchestrator.Options, runs orchestrator.RunStore, events orchestrator.EventSink, results orchestrator.ResultSink,
 	relay func(workspace.Resolver) workspace.Resolver) *host {
 	t.Helper()
-	// Warnings help a failing test; a benchmark's (the local sandbox
-	// warns that it isolates by uid only) would land between its name and
-	// its figures (go test passes stderr through on stdout), and benchstat
-	// would read none of them.
-	level := hclog.Warn
-	if _, bench := t.(*testing.B); bench {
-		level = hclog.Error
-	}
-	logger := hclog.New(&hclog.LoggerOptions{Level: level, Output: os.Stderr})
+	logger := testenv.Logger(t)
 	// Short, unlike t.TempDir's: a Unix socket's path has at most 107 bytes.
 	sockets, err := os.MkdirTemp("", "ahsock-")
 	require.NoError(t, err)

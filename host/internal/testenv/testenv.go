@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/host/privtmp"
+	"github.com/hashicorp/go-hclog"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the PostgreSQL driver for the admin connection
 	"github.com/stretchr/testify/require"
@@ -256,4 +257,17 @@ func AsRoot(t testing.TB) bool {
 		t.Fatalf("%s=1 but the tests do not run as root: the checks made as root cannot run", RequireRootEnv)
 	}
 	return false
+}
+
+// Logger is the host's logger for a test or benchmark, on stderr. A test
+// gets warnings, which help when it fails; a benchmark only errors: its
+// warnings (the local sandbox warns that it isolates by uid only) would
+// land between its name and its figures (go test passes stderr through on
+// stdout), and benchstat would read none of them.
+func Logger(t testing.TB) hclog.Logger {
+	level := hclog.Warn
+	if _, bench := t.(*testing.B); bench {
+		level = hclog.Error
+	}
+	return hclog.New(&hclog.LoggerOptions{Level: level, Output: os.Stderr})
 }
