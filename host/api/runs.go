@@ -117,12 +117,11 @@ func (s *Server) createRun(c *gin.Context) {
 		bindingsOf = ""
 	}
 	older, budget := 0, messageBudget()
-	// On PostgreSQL a chat's tail is read with the app, in one statement
+	// A chat's tail is read with the app, in one statement
 	// (store.AppForRunWithChatTail): the reads do not depend on each
-	// other, and each would be a round trip to a database that may be
-	// across a network from this host. The tail is used only once the
-	// request has passed every check below. On SQLite chatWithTail reads
-	// it then.
+	// other, and on PostgreSQL each would be a round trip to a database
+	// that may be across a network from this host. The tail is used only
+	// once the request has passed every check below.
 	var (
 		tailRead             *store.ChatTailRead
 		a                    store.App
@@ -130,7 +129,7 @@ func (s *Server) createRun(c *gin.Context) {
 		defaultEngineModelID string
 		err                  error
 	)
-	if bindErr == nil && req.ChatSessionID != "" && validID(req.ChatSessionID) && s.deps.Store.Dialect() == store.Postgres {
+	if bindErr == nil && req.ChatSessionID != "" && validID(req.ChatSessionID) {
 		var t store.ChatTailRead
 		a, defaultModel, defaultEngineModelID, t, err = s.deps.Store.AppForRunWithChatTail(ctx, appID, p.TenantID, bindingsOf,
 			req.ChatSessionID, budget, historyMaxMessages())

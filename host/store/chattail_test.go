@@ -141,6 +141,65 @@ func BenchmarkChatSessionTail(b *testing.B) {
 	})
 }
 
+// BenchmarkAppForRunWithChatTail: what creating a run in a chat reads
+// before it records the run (the app, the tenant's default model, the
+// engine's id for it, the chat's tail), after the previous run added its
+// two turns; the chat holds 200 turns and the tenant one model.
+func BenchmarkAppForRunWithChatTail(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *Store) {
+		ctx := context.Background()
+		seedChat(b, s, "chat_b")
+		require.NoError(b, s.CreateModel(ctx, Model{ID: "mdl_a", Name: "a", Kind: "chat", Provider: "openai", ProviderModel: "m", Active: true},
+			[]Binding{{Engine: "mock", EngineModelID: "openai/m"}}))
+		n := 0
+		turn := func() {
+			for _, role := range []string{"user", "assistant"} {
+				n++
+				require.NoError(b, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%08d", n), ChatSessionID: "chat_b", Role: role, Content: "say ok"}))
+			}
+		}
+		for range 100 {
+			turn()
+		}
+		b.ResetTimer()
+		for range b.N {
+			b.StopTimer()
+			turn()
+			b.StartTimer()
+			app, m, engineID, t, err := s.AppForRunWithChatTail(ctx, "app1", "t1", "mock", "chat_b", 24_000, 200)
+			require.NoError(b, err)
+			require.NoError(b, t.Err)
+			require.Equal(b, "app1", app.ID)
+			require.Equal(b, "mdl_a", m.ID)
+			require.Equal(b, "openai/m", engineID)
+			require.Len(b, t.Turns, 200)
+		}
+	})
+}
+
+// BenchmarkAppForRun: what creating a run outside a chat reads before it
+// records the run, after a write (another run's turn) that the read
+// connections have not seen.
+func BenchmarkAppForRun(b *testing.B) {
+	benchDialects(b, func(b *testing.B, s *Store) {
+		ctx := context.Background()
+		seedChat(b, s, "chat_b")
+		require.NoError(b, s.CreateModel(ctx, Model{ID: "mdl_a", Name: "a", Kind: "chat", Provider: "openai", ProviderModel: "m", Active: true},
+			[]Binding{{Engine: "mock", EngineModelID: "openai/m"}}))
+		b.ResetTimer()
+		for i := range b.N {
+			b.StopTimer()
+			require.NoError(b, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%08d", i), ChatSessionID: "chat_b", Role: "user", Content: "say ok"}))
+			b.StartTimer()
+			app, m, engineID, err := s.AppForRun(ctx, "app1", "t1", "mock")
+			require.NoError(b, err)
+			require.Equal(b, "app1", app.ID)
+			require.Equal(b, "mdl_a", m.ID)
+			require.Equal(b, "openai/m", engineID)
+		}
+	})
+}
+
 func ids(ms []ChatMessage) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
