@@ -141,62 +141,60 @@ func BenchmarkChatSessionTail(b *testing.B) {
 	})
 }
 
-// BenchmarkAppForRunWithChatTail: what creating a run in a chat reads
-// before it records the run (the app, the tenant's default model, the
-// engine's id for it, the chat's tail), after the previous run added its
-// two turns; the chat holds 200 turns and the tenant one model.
-func BenchmarkAppForRunWithChatTail(b *testing.B) {
+// benchRunReads runs read b.N times, each after a turn added to the chat
+// chat_b (a write the read connections have not seen), with a tenant that
+// has one model bound to the engine "mock"; the chat starts with turns
+// turns.
+func benchRunReads(b *testing.B, turns int, read func(ctx context.Context, s *Store)) {
 	benchDialects(b, func(b *testing.B, s *Store) {
 		ctx := context.Background()
 		seedChat(b, s, "chat_b")
 		require.NoError(b, s.CreateModel(ctx, Model{ID: "mdl_a", Name: "a", Kind: "chat", Provider: "openai", ProviderModel: "m", Active: true},
 			[]Binding{{Engine: "mock", EngineModelID: "openai/m"}}))
 		n := 0
-		turn := func() {
-			for _, role := range []string{"user", "assistant"} {
-				n++
-				require.NoError(b, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%08d", n), ChatSessionID: "chat_b", Role: role, Content: "say ok"}))
-			}
+		addTurn := func() {
+			n++
+			require.NoError(b, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%08d", n), ChatSessionID: "chat_b", Role: "user", Content: "say ok"}))
 		}
-		for range 100 {
-			turn()
+		for range turns {
+			addTurn()
 		}
 		b.ResetTimer()
 		for range b.N {
 			b.StopTimer()
-			turn()
+			addTurn()
+			addTurn()
 			b.StartTimer()
-			app, m, engineID, t, err := s.AppForRunWithChatTail(ctx, "app1", "t1", "mock", "chat_b", 24_000, 200)
-			require.NoError(b, err)
-			require.NoError(b, t.Err)
-			require.Equal(b, "app1", app.ID)
-			require.Equal(b, "mdl_a", m.ID)
-			require.Equal(b, "openai/m", engineID)
-			require.Len(b, t.Turns, 200)
+			read(ctx, s)
 		}
 	})
 }
 
+// BenchmarkAppForRunWithChatTail: what creating a run in a chat reads
+// before it records the run (the app, the tenant's default model, the
+// engine's id for it, the chat's tail), after the previous run added its
+// two turns; the chat holds 200 turns and more.
+func BenchmarkAppForRunWithChatTail(b *testing.B) {
+	benchRunReads(b, 200, func(ctx context.Context, s *Store) {
+		app, m, engineID, t, err := s.AppForRunWithChatTail(ctx, "app1", "t1", "mock", "chat_b", 24_000, 200)
+		require.NoError(b, err)
+		require.NoError(b, t.Err)
+		require.Equal(b, "app1", app.ID)
+		require.Equal(b, "mdl_a", m.ID)
+		require.Equal(b, "openai/m", engineID)
+		require.Len(b, t.Turns, 200)
+	})
+}
+
 // BenchmarkAppForRun: what creating a run outside a chat reads before it
-// records the run, after a write (another run's turn) that the read
-// connections have not seen.
+// records the run, after another run's turns were written.
 func BenchmarkAppForRun(b *testing.B) {
-	benchDialects(b, func(b *testing.B, s *Store) {
-		ctx := context.Background()
-		seedChat(b, s, "chat_b")
-		require.NoError(b, s.CreateModel(ctx, Model{ID: "mdl_a", Name: "a", Kind: "chat", Provider: "openai", ProviderModel: "m", Active: true},
-			[]Binding{{Engine: "mock", EngineModelID: "openai/m"}}))
-		b.ResetTimer()
-		for i := range b.N {
-			b.StopTimer()
-			require.NoError(b, s.AddChatMessage(ctx, ChatMessage{ID: fmt.Sprintf("msg_%08d", i), ChatSessionID: "chat_b", Role: "user", Content: "say ok"}))
-			b.StartTimer()
-			app, m, engineID, err := s.AppForRun(ctx, "app1", "t1", "mock")
-			require.NoError(b, err)
-			require.Equal(b, "app1", app.ID)
-			require.Equal(b, "mdl_a", m.ID)
-			require.Equal(b, "openai/m", engineID)
-		}
+	benchRunReads(b, 0, func(ctx context.Context, s *Store) {
+		app, m, engineID, err := s.AppForRun(ctx, "app1", "t1", "mock")
+		require.NoError(b, err)
+		require.Equal(b, "app1", app.ID)
+		require.Equal(b, "mdl_a", m.ID)
+		require.Equal(b, "openai/m", engineID)
 	})
 }
 

@@ -17,7 +17,7 @@ type ChatTailRead struct {
 // database one read before it is recorded, not two (each a statement the
 // database parses, runs and answers, a read transaction, and on PostgreSQL
 // a round trip and a connection of the pool; on SQLite the one statement
-// took 7% less than the two, BenchmarkAppForRunWithChatTail). The error
+// took 7-10% less than the two, BenchmarkAppForRunWithChatTail). The error
 // returned is the app's; the tail's is in the ChatTailRead, and the caller
 // decides whether the session is the caller's.
 func (s *Store) AppForRunWithChatTail(ctx context.Context, appID, tenantID, engine, sessionID string, budget, maxTurns int) (App, Model, string, ChatTailRead, error) {
