@@ -141,10 +141,10 @@ func BenchmarkChatSessionTail(b *testing.B) {
 	})
 }
 
-// benchRunReads runs read b.N times, each after a turn added to the chat
-// chat_b (a write the read connections have not seen), with a tenant that
-// has one model bound to the engine "mock"; the chat starts with turns
-// turns.
+// benchRunReads runs read b.N times, each after two turns added to the
+// chat chat_b (writes the read connections have not seen), with a tenant
+// that has one model bound to the engine "mock"; the chat starts with
+// turns turns.
 func benchRunReads(b *testing.B, turns int, read func(ctx context.Context, s *Store)) {
 	benchDialects(b, func(b *testing.B, s *Store) {
 		ctx := context.Background()
