@@ -40,7 +40,9 @@ func (e *env) streamedTurn(tb testing.TB, appID, chatID, prompt string) (int, bo
 // cpu-µs/turn the CPU the host, its clients and its plugins spent per turn
 // (testenv.TreeCPU; the PostgreSQL server's is not counted); on
 // PostgreSQL xacts/turn counts the database's transactions per turn
-// (pg_stat_database.xact_commit; reads outside a transaction count too).
+// (pg_stat_database.xact_commit; reads outside a transaction count too)
+// and pg-cpu-µs/turn the server's CPU per turn, when it runs on this
+// machine (testenv.PostgresServerCPU).
 // postgres-far reaches the database through BenchmarkMockTurnFarDatabase's
 // delaying proxy, as hosts sharing a database across a network do.
 //
@@ -119,9 +121,10 @@ func BenchmarkMockTurnSessions20(b *testing.B) {
 			warmed := len(lat)
 			lat, events = nil, 0
 			b.ResetTimer()
-			cpu := testenv.TreeCPU()
+			cpu, pgCPU := testenv.TreeCPU(), db.cpu()
 			turns(b.N)
 			b.StopTimer()
+			db.reportCPU(b, pgCPU, len(lat), "turn")
 			b.ReportMetric(float64(warmup.Milliseconds()), "warmup-ms")
 			if db != nil {
 				// Every statement outside a transaction is one: the

@@ -21,7 +21,9 @@ import (
 // saying "ok": 7 events; real plugins). On PostgreSQL it also reports the
 // transactions committed per turn, from the server's own statistics for a
 // database the benchmark has to itself. cpu-µs/turn is the CPU the host,
-// the client and the plugins spent per turn (testenv.TreeCPU).
+// the client and the plugins spent per turn (testenv.TreeCPU);
+// pg-cpu-µs/turn the PostgreSQL server's, when it runs on this machine
+// (testenv.PostgresServerCPU).
 //
 // Reading the server's statistics closes the host's idle connections (see
 // pgStats.commits), so warmTurns turns reopen them before the timer
@@ -53,7 +55,7 @@ func BenchmarkMockTurn(b *testing.B) {
 			}
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
-			cpu := testenv.TreeCPU()
+			cpu, pgCPU := testenv.TreeCPU(), stats.cpu()
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
 				turn := e.mockTurn(app, first.chatID, "say ok")
@@ -65,6 +67,7 @@ func BenchmarkMockTurn(b *testing.B) {
 			}
 			b.StopTimer()
 			testenv.ReportCPU(b, cpu, b.N, "cpu-µs/turn")
+			stats.reportCPU(b, pgCPU, b.N, "turn")
 			reportPercentiles(b, lat, "")
 			if stats != nil {
 				b.ReportMetric(float64(stats.commits(e, last)-before)/float64(warmTurns+b.N), "xacts/turn")
@@ -79,6 +82,28 @@ type pgStats struct {
 	name  string
 	admin *sqlx.DB // connected to TEST_DATABASE_URL's database, not url's
 	tb    testing.TB
+	// serverCPU reads the server's CPU time (testenv.PostgresServerCPU);
+	// nil when the server runs on another machine.
+	serverCPU func() time.Duration
+}
+
+// cpu is the server's CPU time so far (0 when it cannot be read).
+func (p *pgStats) cpu() time.Duration {
+	if p == nil || p.serverCPU == nil {
+		return 0
+	}
+	return p.serverCPU()
+}
+
+// reportCPU reports, as pg-cpu-µs/<per>, the CPU the PostgreSQL server
+// spent since the cpu reading since, per one of ops operations: the
+// database's own cost of the work, which TreeCPU's cpu-µs leaves out.
+// Nothing is reported when the server runs on another machine.
+func (p *pgStats) reportCPU(b *testing.B, since time.Duration, ops int, per string) {
+	if p == nil || p.serverCPU == nil || ops == 0 {
+		return
+	}
+	b.ReportMetric(float64((p.serverCPU()-since).Microseconds())/float64(ops), "pg-cpu-µs/"+per)
 }
 
 // ownDatabase makes a database for the benchmark alone (a schema, as the
@@ -104,7 +129,11 @@ func ownDatabase(tb testing.TB) *pgStats {
 	u, err := url.Parse(base)
 	require.NoError(tb, err)
 	u.Path = "/" + name
-	return &pgStats{url: u.String(), name: name, admin: admin, tb: tb}
+	st := &pgStats{url: u.String(), name: name, admin: admin, tb: tb}
+	if read, ok := testenv.PostgresServerCPU(tb, admin); ok {
+		st.serverCPU = read
+	}
+	return st
 }
 
 // commits is the database's committed transactions once the run (the

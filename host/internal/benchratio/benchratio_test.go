@@ -140,6 +140,8 @@ func TestFormat(t *testing.T) {
 		{3153, "p99-µs/event", "3.15 ms"},
 		{72745, "events/s", "72.7k events/s"},
 		{23, "xacts/turn", "23 xacts/turn"},
+		{1820, "pg-cpu-µs/turn", "1.82 ms CPU/turn"},
+		{395, "cpu-µs/op", "0.40 ms CPU/op"},
 		{38.25, "rss-idle-MB", "38.2 MB"},
 		{180, "rss-per-paused-run-KB", "180 KB"},
 	} {
@@ -179,7 +181,7 @@ func TestReportRealOutput(t *testing.T) {
 	assert.True(t, strings.HasSuffix(line("host RSS idle"), markNotMeasured))
 	assert.Contains(t, line("20 sessions of mock turns, events/s (SQLite)"), "≥ 10.0k events/s")
 	assert.Equal(t, 9, failed)
-	assert.Equal(t, "0 pass, 9 FAIL, 2 info, 10 not measured (medians over each benchmark's runs)", lines[len(lines)-1])
+	assert.Equal(t, "0 pass, 9 FAIL, 2 info, 14 not measured (medians over each benchmark's runs)", lines[len(lines)-1])
 }
 
 func TestRunMissingFile(t *testing.T) {

@@ -95,6 +95,9 @@ func format(v float64, unit string) string {
 		return fmt.Sprintf("%.0f ns", v)
 	case strings.HasPrefix(unit, "p50-µs"), strings.HasPrefix(unit, "p99-µs"):
 		return fmt.Sprintf("%.2f ms", v/1e3)
+	case strings.HasPrefix(unit, "cpu-µs/"), strings.HasPrefix(unit, "pg-cpu-µs/"):
+		_, per, _ := strings.Cut(unit, "/")
+		return fmt.Sprintf("%.2f ms CPU/%s", v/1e3, per)
 	case unit == "events/s":
 		return fmt.Sprintf("%.1fk events/s", v/1e3)
 	case strings.HasSuffix(unit, "-MB"):
