@@ -35,7 +35,7 @@ func serve(name string, kind plugin.Kind, p goplugin.Plugin) {
 		VersionedPlugins: map[int]goplugin.PluginSet{
 			plugin.APIVersion: {string(kind): p},
 		},
-		GRPCServer: plugin.NewGRPCServer,
+		GRPCServer: plugin.NewPluginGRPCServer,
 		Logger:     plugin.Logger(name),
 	})
 }

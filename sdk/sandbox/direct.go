@@ -73,7 +73,7 @@ func (d *directServer) serve(key []byte, resolve workspace.Resolver) (string, er
 		_ = os.RemoveAll(dir)
 		return "", err
 	}
-	srv := plugin.NewGRPCServer(nil)
+	srv := plugin.NewPluginGRPCServer(nil)
 	workspace.RegisterServer(srv, workspace.DirectResolver(&d.key, resolve))
 	go func() { _ = srv.Serve(lis) }()
 	d.dir, d.srv = dir, srv
