@@ -19,15 +19,16 @@ import (
 // resident memory was wherever the load left its collector: the mock
 // engine, with no growth at all, rested at 24.5 MiB after one round of the
 // soak test and at 32.8 MiB after the next (which failed the soak's 10%
-// check). After idleReleaseAfter to twice that with no call in flight and
-// none started, a plugin collects and returns what is free
-// (releaseMemory), once per quiet spell: an idle plugin then holds
+// check). Once a check finds that no call started since the previous one
+// and none is in flight (idleReleaseAfter), a plugin collects and returns
+// what is free (releaseMemory), once per quiet spell: an idle plugin then holds
 // what it really uses, whatever came before, and a host with many plugins
 // waiting for work holds less. A plugin under load never pays for it.
 
-// idleReleaseAfter is how long a plugin's servers must have had no call
-// in flight and none started before it returns its free memory (between
-// once and twice this, as the check runs every idleReleaseAfter).
+// idleReleaseAfter is how often a plugin checks whether it is quiet: no
+// call started since the previous check and none in flight. The first
+// check that finds it so releases, within twice this of the last call's
+// end.
 const idleReleaseAfter = 2 * time.Second
 
 // IdleReleaseWithin is how long after its last call ended an idle plugin
